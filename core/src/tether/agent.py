@@ -1,0 +1,267 @@
+"""The :class:`Agent`: configuration of a model, tools and policies, and the way to run it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .cancel import CancelToken
+from .compaction import CompactionStrategy
+from .config import Config, LimitsConfig, load_config
+from .errors import ConfigError, TetherError
+from .events import Done, RunEvent
+from .messages import Block, ImageBlock, Message, TextBlock
+from .plugins import PluginManager
+from .provider import Provider, ThinkingConfig
+from .resolve import ModelRef, parse_model_string
+from .result import RunResult
+from .runner import RetryPolicy, Run, RunSettings
+from .sessions import InMemorySession, Session
+from .tools import Tool, Toolset, as_tool
+
+__all__ = ["Agent"]
+
+ToolSpec = Tool | Toolset | Callable[..., Any] | str
+Prompt = str | Message | Sequence[Block]
+
+
+class Agent:
+    """A model with tools, run as a loop of model calls and tool calls.
+
+    :param model: ``"provider/model"`` (or a bare name or alias), or a
+        :class:`~tether.provider.Provider` instance (handy with
+        :class:`~tether.testing.ScriptedProvider`). Defaults to the configured model.
+    :param system: the system prompt; kept byte-identical across turns.
+    :param tools: tools, toolsets, plain functions, or names of registered toolsets.
+    :param session: the history runs continue from and write to. ``None`` gives every run
+        a fresh in-memory session; pass a session to ``run``/``stream`` per call instead.
+    :param compaction: a strategy name (``"summarize"``, ``"truncate"``, ``"none"``) or
+        object; defaults to the configured strategy.
+    :param memory: cross-session memory whose snapshot is added to the system prompt.
+    :param limits: run limits (``LimitsConfig`` or a mapping of its fields).
+    :param config: configuration; loaded from ``tether.toml`` and the environment when
+        omitted.
+    :param plugins: extra plugin objects registered next to the entry points.
+    :param deps: any object handed to tools as ``ToolContext.deps``.
+    """
+
+    def __init__(
+        self,
+        model: str | Provider | None = None,
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        session: Session | None = None,
+        compaction: str | CompactionStrategy | None = None,
+        memory: Any = None,
+        limits: LimitsConfig | Mapping[str, Any] | None = None,
+        config: Config | None = None,
+        plugins: Sequence[object] = (),
+        retry: RetryPolicy | None = None,
+        parallel_tools: bool | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+        thinking: ThinkingConfig | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        deps: Any = None,
+    ) -> None:
+        self.config = config if config is not None else load_config()
+        self.plugins = PluginManager(plugins=plugins)
+        self._model = model if model is not None else self.config.model
+        if self._model is None:
+            raise ConfigError(
+                'No model configured. Pass Agent(model="provider/model") or set `model` in '
+                "tether.toml (or the TETHER_MODEL environment variable)."
+            )
+        self.system = system if system is not None else (self.config.system or "")
+        self._tool_specs: list[ToolSpec] = list(tools) if tools is not None else list(self.config.tools)
+        self.session = session
+        self._compaction_spec = compaction
+        self.memory = memory
+        if limits is None:
+            self.limits = self.config.limits
+        elif isinstance(limits, LimitsConfig):
+            self.limits = limits
+        else:
+            self.limits = LimitsConfig.model_validate(dict(limits))
+        self.retry = retry or RetryPolicy()
+        self.parallel_tools = self.config.parallel_tools if parallel_tools is None else parallel_tools
+        self.max_output_tokens = max_output_tokens or self.config.max_output_tokens
+        self.temperature = temperature if temperature is not None else self.config.temperature
+        self.thinking = thinking
+        self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        self.env = dict(env) if env is not None else {}
+        self.deps = deps
+        self._settings: RunSettings | None = None
+        self._system_by_session: dict[str, str] = {}
+
+    # -- running -------------------------------------------------------------------------------
+    async def stream(
+        self,
+        prompt: Prompt,
+        *,
+        session: Session | None = None,
+        cancel: CancelToken | None = None,
+        deps: Any = None,
+    ) -> AsyncIterator[RunEvent]:
+        """Run the loop for ``prompt``, yielding every event; the last one is ``Done``.
+
+        Provider errors that cannot be retried propagate as :class:`TetherError`; limits,
+        refusals and cancellation through ``cancel`` end the run with a ``Done`` whose
+        result has the matching :class:`~tether.result.Outcome`.
+        """
+        settings = self._run_settings()
+        target = session or self.session or InMemorySession()
+        if self.memory is not None:
+            settings = self._with_memory(settings, target)
+        run = Run(settings, target, _as_message(prompt), cancel=cancel, deps=deps if deps is not None else self.deps)
+        async for event in run.events():
+            yield event
+
+    async def run(
+        self,
+        prompt: Prompt,
+        *,
+        session: Session | None = None,
+        cancel: CancelToken | None = None,
+        deps: Any = None,
+    ) -> RunResult:
+        """Consume :meth:`stream` and return the result carried by its ``Done``."""
+        result: RunResult | None = None
+        async for event in self.stream(prompt, session=session, cancel=cancel, deps=deps):
+            if type(event) is Done:
+                result = event.result
+        if result is None:  # the loop always ends with Done; this guards a broken contract
+            raise TetherError("The run ended without a result.")
+        return result
+
+    def run_sync(self, prompt: Prompt, **kwargs: Any) -> RunResult:
+        """:meth:`run` for scripts: starts an event loop. Not usable inside one."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt, **kwargs))
+        raise RuntimeError("run_sync() cannot be called from a running event loop; use `await agent.run(...)`.")
+
+    async def aclose(self) -> None:
+        """Release the provider's resources."""
+        if self._settings is not None:
+            await self._settings.provider.aclose()
+
+    # -- resolution ------------------------------------------------------------------------------
+    @property
+    def model_ref(self) -> ModelRef:
+        if isinstance(self._model, str):
+            return parse_model_string(self._model, self.plugins.providers, self.config.aliases)
+        provider = self._model
+        return ModelRef(provider.name, getattr(provider, "default_model", "default"))
+
+    def provider(self) -> Provider:
+        return self._run_settings().provider
+
+    def tools(self) -> list[Tool]:
+        """The tools this agent offers the model, in order."""
+        return list(self._run_settings().tools.values())
+
+    def _run_settings(self) -> RunSettings:
+        if self._settings is not None:
+            return self._settings
+        ref = self.model_ref
+        if isinstance(self._model, str):
+            factory = self.plugins.providers.get(ref.provider)
+            provider = factory(self.config.provider(ref.provider))
+        else:
+            provider = self._model
+        tools = self._resolve_tools()
+        capabilities = provider.capabilities(ref.model)
+        self._settings = RunSettings(
+            provider=provider,
+            model=ref.model,
+            model_string=str(ref),
+            capabilities=capabilities,
+            system=self.system,
+            tools=tools,
+            tool_definitions=tuple(t.definition for t in tools.values()),
+            tool_settings=dict(self.config.tool_settings),
+            parallel_tools=self.parallel_tools,
+            limits=self.limits,
+            retry=self.retry,
+            compaction=self._resolve_compaction(),
+            max_output_tokens=self.max_output_tokens,
+            temperature=self.temperature,
+            thinking=self.thinking,
+            provider_settings=self.config.provider(ref.provider).extra,
+            observers=[r.component for r in self.plugins.observers],
+            cwd=self.cwd,
+            env=self.env,
+        )
+        return self._settings
+
+    def _resolve_tools(self) -> dict[str, Tool]:
+        resolved: dict[str, Tool] = {}
+        for spec in self._tool_specs:
+            if isinstance(spec, str):
+                registry = self.plugins.tools
+                if spec not in registry:
+                    near = registry.near(spec)
+                    hint = f" Did you mean {', '.join(near)}?" if near else ""
+                    raise ConfigError(
+                        f'No tool or toolset named "{spec}".{hint} '
+                        f"Registered: {', '.join(registry.names()) or 'none'}. Install the plugin that provides it."
+                    )
+                items: list[Tool] = list(registry.get(spec))
+            elif isinstance(spec, Toolset):
+                items = list(spec)
+            else:
+                items = [as_tool(spec)]
+            for item in items:
+                if item.name in resolved and resolved[item.name] is not item:
+                    raise ConfigError(f'Two tools are named "{item.name}". Tool names must be unique per agent.')
+                resolved[item.name] = item
+        return resolved
+
+    def _resolve_compaction(self) -> CompactionStrategy:
+        spec = self._compaction_spec
+        if spec is not None and not isinstance(spec, str):
+            return spec
+        name = spec or self.config.compaction.strategy
+        registry = self.plugins.compaction_strategies
+        if name not in registry:
+            raise ConfigError(
+                f'No compaction strategy named "{name}". Available: {", ".join(registry.names())}.'
+            )
+        factory = registry.get(name)
+        settings = dict(self.config.compaction.settings) if spec is None else {}
+        if name != "none":
+            settings.setdefault("threshold", self.config.compaction.threshold)
+        strategy: CompactionStrategy = factory(**settings)
+        return strategy
+
+    def _with_memory(self, settings: RunSettings, session: Session) -> RunSettings:
+        """Settings whose system prompt carries the memory snapshot taken when ``session``
+        was first run by this agent, so the prompt stays byte-stable for that session."""
+        system = self._system_by_session.get(session.id)
+        if system is None:
+            snapshot = self.memory.snapshot()
+            system = f"{settings.system}\n\n{snapshot}".strip() if snapshot else settings.system
+            self._system_by_session[session.id] = system
+        if system == settings.system:
+            return settings
+        from dataclasses import replace
+
+        return replace(settings, system=system)
+
+
+def _as_message(prompt: Prompt) -> Message:
+    if isinstance(prompt, Message):
+        return prompt
+    if isinstance(prompt, str):
+        return Message(role="user", content=[TextBlock(text=prompt)])
+    blocks = list(prompt)
+    if not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
+        raise TypeError("A prompt is a string, a Message, or a list of text and image blocks.")
+    return Message(role="user", content=blocks)

@@ -1,0 +1,205 @@
+"""Configuration: ``tether.toml`` plus environment variables.
+
+Lookup order for the file: ``$TETHER_CONFIG`` if set, else ``./tether.toml``, else
+``tether.toml`` in the user config directory (``platformdirs.user_config_dir("tether")``).
+No file is fine: every setting has a default. Environment variables override the file:
+``TETHER_MODEL`` (default model) and ``TETHER_DATA_DIR`` (sessions, memory, indexes).
+
+An example with every section::
+
+    model = "anthropic/claude-sonnet-4-5"      # swap providers by changing this line
+    tools = ["fs", "shell"]
+
+    [aliases]
+    fast = "openai/gpt-4.1-mini"
+
+    [providers.anthropic]
+    api_key_env = "ANTHROPIC_API_KEY"          # the default; never put keys in this file
+    base_url = "https://gateway.example/anthropic"
+    timeout = 120
+    [providers.anthropic.models."claude-sonnet-4-5"]
+    context_window = 1000000
+
+    [tool_settings.shell]
+    timeout = 60
+
+    [limits]
+    max_turns = 40
+    max_cost_usd = 2.5
+
+    [compaction]
+    strategy = "summarize"
+    threshold = 0.6
+
+A malformed file or an unknown key raises :class:`~tether.errors.ConfigError` naming
+the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from .errors import ConfigError
+
+__all__ = [
+    "CompactionConfig",
+    "Config",
+    "LimitsConfig",
+    "MemoryConfig",
+    "ProviderConfig",
+    "config_path",
+    "data_dir",
+    "load_config",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderConfig(BaseModel):
+    """Settings of one provider (``[providers.<name>]``).
+
+    Plugins may accept more keys than these; unknown keys are kept in ``extra`` for them.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    api_key: SecretStr | None = None
+    api_key_env: str | None = None
+    base_url: str | None = None
+    timeout: float | None = None
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return dict(self.__pydantic_extra__ or {})
+
+    def resolve_api_key(self, default_env: str) -> str | None:
+        """The API key: explicit ``api_key``, else ``$api_key_env``, else ``$default_env``."""
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        return os.environ.get(self.api_key_env or default_env) or None
+
+    def key_variable(self, default_env: str) -> str:
+        """The environment variable the key is read from (for error messages)."""
+        return self.api_key_env or default_env
+
+
+class LimitsConfig(_Strict):
+    """Limits that end a run with a typed outcome instead of running away."""
+
+    max_turns: int = Field(50, ge=1, description="Model calls per run.")
+    max_total_tokens: int | None = Field(None, ge=1, description="Input+output tokens per run.")
+    max_cost_usd: float | None = Field(None, gt=0, description="Dollars per run (needs pricing).")
+    wall_time_s: float | None = Field(None, gt=0, description="Seconds per run.")
+    loop_threshold: int = Field(
+        3, ge=2, description="Identical failing tool calls in a row that count as a loop."
+    )
+
+
+class CompactionConfig(_Strict):
+    strategy: str = "none"
+    threshold: float = Field(0.6, gt=0, le=1, description="Share of the context window.")
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryConfig(_Strict):
+    backend: str = "sqlite"
+    embedder: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class Config(_Strict):
+    """The whole configuration. Construct directly in code, or :func:`load_config`."""
+
+    model: str | None = None
+    system: str | None = None
+    aliases: dict[str, str] = Field(default_factory=dict)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    tools: list[str] = Field(default_factory=list)
+    tool_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    parallel_tools: bool = True
+    max_output_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = None
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    data_dir: Path | None = None
+
+    source: Path | None = Field(None, exclude=True, description="The file this came from.")
+
+    def provider(self, name: str) -> ProviderConfig:
+        return self.providers.get(name) or ProviderConfig()
+
+
+def config_path() -> Path | None:
+    """The configuration file that :func:`load_config` would read, if any exists."""
+    explicit = os.environ.get("TETHER_CONFIG")
+    if explicit:
+        return Path(explicit)
+    local = Path.cwd() / "tether.toml"
+    if local.is_file():
+        return local
+    import platformdirs
+
+    user = Path(platformdirs.user_config_dir("tether")) / "tether.toml"
+    return user if user.is_file() else None
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Read the configuration file (see the module docstring) and apply the environment."""
+    file = Path(path) if path is not None else config_path()
+    data: dict[str, Any] = {}
+    if file is not None:
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(
+                f"Config file {file} does not exist. Create it, or unset TETHER_CONFIG."
+            ) from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{file} is not valid TOML: {exc}. Fix the file and try again.") from exc
+    config = parse_config(data, source=file)
+    if os.environ.get("TETHER_MODEL"):
+        config.model = os.environ["TETHER_MODEL"]
+    if os.environ.get("TETHER_DATA_DIR"):
+        config.data_dir = Path(os.environ["TETHER_DATA_DIR"])
+    return config
+
+
+def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
+    """Validate a configuration mapping; errors name the file and the key."""
+    where = str(source) if source is not None else "configuration"
+    try:
+        config = Config.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            key = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                problems.append(f"unknown key '{key}'")
+            else:
+                problems.append(f"'{key}': {err['msg']}")
+        raise ConfigError(
+            f"{where}: " + "; ".join(problems) + ". See the configuration docs for valid keys."
+        ) from None
+    config.source = source
+    return config
+
+
+def data_dir(config: Config | None = None) -> Path:
+    """Where sessions, memory files and indexes live (created on demand by their owners)."""
+    if config is not None and config.data_dir is not None:
+        return config.data_dir
+    if os.environ.get("TETHER_DATA_DIR"):
+        return Path(os.environ["TETHER_DATA_DIR"])
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("tether"))

@@ -1,0 +1,273 @@
+"""The one exception tree. Everything tether or a plugin raises on purpose is a
+:class:`TetherError`; vendor SDK exceptions are translated at the plugin boundary with
+``raise ... from``.
+
+Messages say what happened, what was expected and what to do about it.
+
+::
+
+    TetherError
+    ├── ConfigError
+    │   └── UnknownProviderError
+    ├── PluginError
+    │   ├── PluginLoadError
+    │   └── DuplicateComponentError
+    ├── ProviderError                  (.retryable, .provider, .status_code)
+    │   ├── RateLimitError             (.retry_after)          retryable
+    │   ├── OverloadedError                                    retryable
+    │   ├── ServerError                                        retryable
+    │   ├── ProviderConnectionError                            retryable
+    │   │   └── ProviderTimeoutError                           retryable
+    │   ├── AuthenticationError
+    │   ├── PermissionDeniedError
+    │   ├── InvalidRequestError
+    │   │   └── ContextOverflowError
+    │   └── RefusalError
+    ├── ToolError
+    │   ├── ToolTimeoutError
+    │   └── UnknownToolError
+    ├── SessionError
+    │   └── SessionLockedError
+    ├── MemoryBackendError
+    │   └── MemoryWriteRejected
+    ├── CompactionError
+    ├── LimitExceeded                  (.limit)
+    │   ├── MaxTurnsExceeded
+    │   ├── TokenBudgetExceeded
+    │   ├── CostBudgetExceeded
+    │   ├── WallTimeExceeded
+    │   └── LoopDetected
+    └── RunCancelled
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "CompactionError",
+    "ConfigError",
+    "ContextOverflowError",
+    "CostBudgetExceeded",
+    "DuplicateComponentError",
+    "InvalidRequestError",
+    "LimitExceeded",
+    "LoopDetected",
+    "MaxTurnsExceeded",
+    "MemoryBackendError",
+    "MemoryWriteRejected",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "PluginError",
+    "PluginLoadError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "RateLimitError",
+    "RefusalError",
+    "RunCancelled",
+    "ServerError",
+    "SessionError",
+    "SessionLockedError",
+    "TetherError",
+    "TokenBudgetExceeded",
+    "ToolError",
+    "ToolTimeoutError",
+    "UnknownProviderError",
+    "UnknownToolError",
+    "WallTimeExceeded",
+]
+
+
+class TetherError(Exception):
+    """Root of every error tether raises on purpose."""
+
+
+# -- configuration and plugins --------------------------------------------------------
+class ConfigError(TetherError):
+    """The configuration (file, environment or arguments) is invalid or incomplete."""
+
+
+class UnknownProviderError(ConfigError):
+    """A model string names a provider that no installed plugin registers."""
+
+    def __init__(self, message: str, *, name: str, installed: list[str]) -> None:
+        super().__init__(message)
+        self.name = name
+        self.installed = installed
+
+
+class PluginError(TetherError):
+    """A plugin misbehaved while being loaded or registering components."""
+
+
+class PluginLoadError(PluginError):
+    """One entry point failed to import or to register; the others are unaffected."""
+
+    def __init__(self, message: str, *, plugin: str, distribution: str | None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.distribution = distribution
+
+
+class DuplicateComponentError(PluginError):
+    """Two plugins registered a component of the same kind under the same name."""
+
+    def __init__(self, kind: str, name: str, first: str, second: str) -> None:
+        super().__init__(
+            f'Two plugins register a {kind} named "{name}": {first} and {second}. '
+            f"Uninstall one of them, or block one with TETHER_PLUGINS_DENY."
+        )
+        self.kind = kind
+        self.name = name
+        self.distributions = (first, second)
+
+
+# -- providers ------------------------------------------------------------------------
+class ProviderError(TetherError):
+    """A model provider failed. ``retryable`` tells the runner whether to try again."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status_code = status_code
+        if retryable is not None:
+            self.retryable = retryable
+
+
+class RateLimitError(ProviderError):
+    """Too many requests. ``retry_after`` is the provider's hint in seconds, if it sent one."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        provider: str | None = None,
+        status_code: int | None = 429,
+    ) -> None:
+        super().__init__(message, provider=provider, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class OverloadedError(ProviderError):
+    """The provider is temporarily overloaded (e.g. HTTP 529, or an overload event mid-stream)."""
+
+    retryable = True
+
+
+class ServerError(ProviderError):
+    """The provider answered with a 5xx error."""
+
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection failed or dropped, possibly in the middle of a streamed response."""
+
+    retryable = True
+
+
+class ProviderTimeoutError(ProviderConnectionError):
+    """The provider did not answer in time."""
+
+
+class AuthenticationError(ProviderError):
+    """The credentials are missing or were rejected. Not retryable: fix the key."""
+
+
+class PermissionDeniedError(ProviderError):
+    """The credentials are valid but may not use this model or feature."""
+
+
+class InvalidRequestError(ProviderError):
+    """The provider rejected the request as malformed. Not retryable."""
+
+
+class ContextOverflowError(InvalidRequestError):
+    """The prompt is longer than the model's context window. The runner compacts and retries once."""
+
+
+class RefusalError(ProviderError):
+    """The model (or the provider's safety system) refused to answer."""
+
+
+# -- tools ----------------------------------------------------------------------------
+class ToolError(TetherError):
+    """Raise from a tool to hand the model an error result with exactly this message.
+
+    Any other exception a tool raises is reported to the model too, with its type name;
+    ``ToolError`` is for errors whose text is written for the model to act on.
+    """
+
+
+class ToolTimeoutError(ToolError):
+    """A tool ran longer than its timeout and was cancelled."""
+
+
+class UnknownToolError(ToolError):
+    """A tool name was not found among the agent's tools."""
+
+
+# -- sessions, memory, compaction ---------------------------------------------------------
+class SessionError(TetherError):
+    """A session could not be read or written."""
+
+
+class SessionLockedError(SessionError):
+    """Another process has the session open for writing."""
+
+
+class MemoryBackendError(TetherError):
+    """A knowledge-base or memory backend failed."""
+
+
+class MemoryWriteRejected(MemoryBackendError):
+    """A write to cross-session memory was refused; the message says why and what to do."""
+
+
+class CompactionError(TetherError):
+    """The history could not be compacted enough to fit the model's context window."""
+
+
+# -- limits and cancellation --------------------------------------------------------------
+class LimitExceeded(TetherError):
+    """A run limit ended the run. ``limit`` names it (``max_turns``, ``wall_time``, ...)."""
+
+    limit: str = "limit"
+
+
+class MaxTurnsExceeded(LimitExceeded):
+    limit = "max_turns"
+
+
+class TokenBudgetExceeded(LimitExceeded):
+    limit = "token_budget"
+
+
+class CostBudgetExceeded(LimitExceeded):
+    limit = "cost_budget"
+
+
+class WallTimeExceeded(LimitExceeded):
+    limit = "wall_time"
+
+
+class LoopDetected(LimitExceeded):
+    """The model repeated the same failing tool call too many times."""
+
+    limit = "loop"
+
+
+class RunCancelled(TetherError):
+    """The run was cancelled through its :class:`~tether.CancelToken`."""

@@ -1,0 +1,127 @@
+"""Hook specifications: the whole plugin surface of tether.
+
+A plugin is a module (named by an entry point in the ``tether`` group) whose functions
+are decorated with :data:`tether.hookimpl` and named after these specs::
+
+    # pyproject.toml
+    [project.entry-points.tether]
+    weather = "tether_weather"
+
+    # tether_weather.py
+    @tether.hookimpl
+    def register_tools(tools):
+        tools.add(get_weather)
+
+Every hook follows one pattern, ``register_<noun>(<registrar>)``: it is called once per
+plugin manager (once per :class:`~tether.Agent` or CLI invocation, when the components of
+that kind are first needed), receives a registrar and returns nothing. An implementation
+may leave out the argument entirely (pluggy passes only the arguments it names), and
+specs only ever gain arguments. A hook that raises is reported as a load error of its
+plugin; what the plugin registered in that hook is discarded and other plugins are
+unaffected. None of these hooks is ``firstresult``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .registry import (
+        CommandRegistrar,
+        CompactionStrategyRegistrar,
+        EmbedderRegistrar,
+        MemoryBackendRegistrar,
+        ObserverRegistrar,
+        ProviderRegistrar,
+        SessionStoreRegistrar,
+        ToolRegistrar,
+    )
+
+PROJECT = "tether"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def register_providers(providers: ProviderRegistrar) -> None:
+    """Register model providers.
+
+    Called once per plugin manager, the first time a model string is resolved.
+
+    :param providers: call ``providers.add(name, factory, prefixes=(...))``. ``name`` is
+        the part before the slash in ``name/model``; ``factory(config)`` receives the
+        provider's :class:`~tether.config.ProviderConfig` and returns a
+        :class:`~tether.provider.Provider`. It is called lazily, so import vendor SDKs
+        inside it.
+    """
+
+
+@hookspec
+def register_tools(tools: ToolRegistrar) -> None:
+    """Register tools and toolsets that agents and the config can enable by name.
+
+    Called once per plugin manager, the first time a tool is looked up by name.
+
+    :param tools: call ``tools.add(tool_or_toolset)``. A :class:`~tether.Toolset` is
+        enabled by its name (``tools = ["fs"]``); a single tool by its own name.
+    """
+
+
+@hookspec
+def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
+    """Register knowledge-base backends.
+
+    Called once per plugin manager, the first time a memory backend is looked up.
+
+    :param backends: call ``backends.add(name, factory)``; ``factory(**settings)``
+        returns a knowledge-base backend (see :mod:`tether.knowledge`).
+    """
+
+
+@hookspec
+def register_compaction_strategies(strategies: CompactionStrategyRegistrar) -> None:
+    """Register compaction strategies (``summarize``, ``truncate``, ``none`` are built in).
+
+    Called once per plugin manager, the first time a strategy is looked up by name.
+
+    :param strategies: call ``strategies.add(name, factory)``; ``factory(**settings)``
+        returns a :class:`~tether.compaction.CompactionStrategy`.
+    """
+
+
+@hookspec
+def register_session_stores(stores: SessionStoreRegistrar) -> None:
+    """Register places where named sessions are kept (``jsonl`` is built in).
+
+    :param stores: call ``stores.add(name, factory)``.
+    """
+
+
+@hookspec
+def register_embedders(embedders: EmbedderRegistrar) -> None:
+    """Register text embedders for the knowledge base.
+
+    :param embedders: call ``embedders.add(name, factory)``; ``factory(**settings)``
+        returns an object with ``embed(texts) -> list[list[float]]``.
+    """
+
+
+@hookspec
+def register_observers(observers: ObserverRegistrar) -> None:
+    """Register callbacks that see every event of every run (tracing, metrics).
+
+    :param observers: call ``observers.add(name, callback)``; ``callback(event)`` is
+        called synchronously for each :data:`~tether.events.RunEvent` and must not block.
+    """
+
+
+@hookspec
+def register_commands(commands: CommandRegistrar) -> None:
+    """Add sub-commands to the ``tether`` command line.
+
+    Called once when the CLI starts.
+
+    :param commands: call ``commands.add(click_command)``.
+    """

@@ -1,0 +1,258 @@
+"""The message format: what a conversation is made of, in memory and on disk.
+
+One :class:`Message` is one JSON object (one line of a JSONL session)::
+
+    {"role": "assistant",
+     "content": [{"type": "text", "text": "Let me look."},
+                 {"type": "tool_call", "id": "call_1", "name": "read_file",
+                  "arguments": {"path": "README.md"}}],
+     "meta": {"model": "anthropic/claude-sonnet-4-5", "created_at": "...", "usage": {...}}}
+
+Every model keeps fields it does not know (``extra="allow"``) and blocks of a type it does
+not know are kept as :class:`UnknownBlock`, so a history written by a newer tether or by a
+provider plugin with private fields survives a JSON round trip byte for byte in meaning.
+
+**The invariant.** Every tool call is immediately followed by its result, in the order the
+calls were declared: the ``tool_call`` blocks of an assistant message are answered, in the
+same order, by the ``tool_result`` blocks of the ``tool`` message right after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+__all__ = [
+    "AssistantMessage",
+    "Block",
+    "ImageBlock",
+    "Message",
+    "MessageMeta",
+    "Role",
+    "StopReason",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "UnknownBlock",
+    "Usage",
+    "new_id",
+    "tool_calls",
+    "tool_results",
+]
+
+Role: TypeAlias = Literal["user", "assistant", "tool", "system"]
+
+
+def new_id() -> str:
+    """A fresh, opaque identifier for a message."""
+    return uuid.uuid4().hex
+
+
+class StopReason(StrEnum):
+    """Why the model stopped producing output for one response."""
+
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    REFUSAL = "refusal"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Usage(_Model):
+    """Token counts for one model response (or a sum of several).
+
+    ``input_tokens`` counts every prompt token, including those read from or written to
+    the provider's prompt cache; ``cache_read_tokens`` and ``cache_write_tokens`` say how
+    many of them were. ``reasoning_tokens`` is the part of ``output_tokens`` spent thinking.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+class TextBlock(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageBlock(_Model):
+    """An image, inline (``data``, base64) or by reference (``url``)."""
+
+    type: Literal["image"] = "image"
+    mime_type: str = "image/png"
+    data: str | None = None
+    url: str | None = None
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, mime_type: str = "image/png") -> ImageBlock:
+        return cls(mime_type=mime_type, data=base64.b64encode(raw).decode("ascii"))
+
+
+class ToolCallBlock(_Model):
+    """A request by the model to run tool ``name`` with ``arguments``.
+
+    ``arguments`` holds the decoded JSON object. When the model sent text that is not a
+    JSON object, ``arguments`` is empty and ``raw_arguments`` keeps what was sent, so the
+    runner can answer with a precise error instead of guessing.
+    """
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+
+class ToolResultBlock(_Model):
+    """The answer to the tool call with id ``call_id``."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    content: str | list[Annotated[TextBlock | ImageBlock, Field(discriminator="type")]] = ""
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The result's text parts joined; images are left out."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+class ThinkingBlock(_Model):
+    """Model reasoning. ``signature`` (and any provider-specific extra fields) must be
+    replayed verbatim to the same model; ``redacted`` blocks carry only opaque data."""
+
+    type: Literal["thinking"] = "thinking"
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+
+
+class UnknownBlock(_Model):
+    """A block whose ``type`` this version does not know; kept as it was."""
+
+    type: str
+
+
+def _block_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in _KNOWN_BLOCKS else "unknown"
+
+
+_KNOWN_BLOCKS = frozenset({"text", "image", "tool_call", "tool_result", "thinking"})
+
+Block: TypeAlias = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ImageBlock, Tag("image")]
+    | Annotated[ToolCallBlock, Tag("tool_call")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[UnknownBlock, Tag("unknown")],
+    Discriminator(_block_tag),
+]
+
+
+class MessageMeta(_Model):
+    """Facts about a message that are not sent to a model.
+
+    ``model`` is the ``provider/model`` that produced an assistant message; providers use
+    it to decide whether thinking blocks may be replayed verbatim.
+    """
+
+    id: str = Field(default_factory=new_id)
+    created_at: float = Field(default_factory=time.time)
+    model: str | None = None
+    usage: Usage | None = None
+    stop_reason: StopReason | None = None
+
+
+class Message(_Model):
+    """One entry of a conversation. See the module docstring for the format."""
+
+    role: Role
+    content: list[Block] = Field(default_factory=list)
+    meta: MessageMeta = Field(default_factory=MessageMeta)
+
+    # -- constructors -------------------------------------------------------------
+    @classmethod
+    def user(cls, text: str, *images: ImageBlock) -> Message:
+        return cls(role="user", content=[TextBlock(text=text), *images])
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", content=[TextBlock(text=text)])
+
+    @classmethod
+    def tool(cls, results: Iterable[ToolResultBlock]) -> Message:
+        return cls(role="tool", content=list(results))
+
+    # -- views --------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        return [b for b in self.content if isinstance(b, ToolCallBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+    def to_json(self) -> str:
+        """One line of JSON (no trailing newline); ``Message.from_json`` reverses it."""
+        return self.model_dump_json(exclude_none=True)
+
+    @classmethod
+    def from_json(cls, line: str | bytes) -> Message:
+        return cls.model_validate_json(line)
+
+
+AssistantMessage = Message  # readability alias for signatures
+
+
+def tool_calls(messages: Iterable[Message]) -> Iterator[ToolCallBlock]:
+    """Every tool call in ``messages``, in order."""
+    for message in messages:
+        if message.role == "assistant":
+            yield from message.tool_calls
+
+
+def tool_results(messages: Iterable[Message]) -> Iterator[ToolResultBlock]:
+    """Every tool result in ``messages``, in order."""
+    for message in messages:
+        if message.role == "tool":
+            yield from message.tool_results

@@ -1,0 +1,227 @@
+"""Plugin loading: one manager per Agent or CLI invocation, never a global.
+
+The manager registers tether's built-in components first (through the same hooks as
+everyone else), then any plugin objects passed in, then every entry point of the
+``tether`` group. Each entry point is loaded inside its own ``try``: a plugin that fails
+to import, or whose hook raises, is recorded in :attr:`PluginManager.errors` and the rest
+load normally. Hooks are called lazily, the first time components of their kind are
+needed, so building an agent with an explicit provider instance loads nothing.
+
+Environment variables:
+
+``TETHER_PLUGINS_ALLOW``
+    Comma-separated entry-point or distribution names; when set, only these load.
+``TETHER_PLUGINS_DENY``
+    Comma-separated entry-point or distribution names that never load.
+``TETHER_DISABLE_PLUGIN_AUTOLOAD``
+    Any non-empty value: load no entry points at all (built-ins and explicit plugins only).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, TypeVar
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginLoadError
+from .registry import (
+    BUILTIN,
+    CommandRegistrar,
+    CompactionStrategyRegistrar,
+    EmbedderRegistrar,
+    MemoryBackendRegistrar,
+    ObserverRegistrar,
+    ProviderRegistrar,
+    Registrar,
+    SessionStoreRegistrar,
+    Source,
+    ToolRegistrar,
+)
+
+__all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "PluginManager"]
+
+ENTRY_POINT_GROUP = "tether"
+log = logging.getLogger("tether.plugins")
+
+R = TypeVar("R", bound=Registrar[Any])
+
+_HOOKS: dict[type[Registrar[Any]], str] = {
+    ProviderRegistrar: "register_providers",
+    ToolRegistrar: "register_tools",
+    MemoryBackendRegistrar: "register_memory_backends",
+    CompactionStrategyRegistrar: "register_compaction_strategies",
+    SessionStoreRegistrar: "register_session_stores",
+    EmbedderRegistrar: "register_embedders",
+    ObserverRegistrar: "register_observers",
+    CommandRegistrar: "register_commands",
+}
+
+
+@dataclass(slots=True)
+class PluginInfo:
+    """One loaded (or failed) plugin, as ``tether plugins`` shows it."""
+
+    name: str
+    distribution: str
+    version: str | None
+    module: str
+    hooks: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _names(variable: str) -> set[str] | None:
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+class PluginManager:
+    """Discovers plugins and builds component registries on demand.
+
+    :param plugins: extra plugin objects (modules or instances with ``@hookimpl``
+        functions) registered after the built-ins, e.g. from tests.
+    :param entry_points: load the ``tether`` entry-point group (subject to the
+        environment variables above).
+    """
+
+    def __init__(self, *, plugins: Iterable[object] = (), entry_points: bool = True) -> None:
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._sources: dict[str, Source] = {}
+        self._registrars: dict[type[Registrar[Any]], Registrar[Any]] = {}
+        self.plugins: list[PluginInfo] = []
+        self.errors: list[PluginLoadError] = []
+
+        from . import builtins
+
+        self._register(builtins, "builtins", BUILTIN.distribution, _version("tether"))
+        for index, plugin in enumerate(plugins):
+            name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{index}"
+            self._register(plugin, name, "(in-process)", None)
+        if entry_points and not os.environ.get("TETHER_DISABLE_PLUGIN_AUTOLOAD"):
+            self._load_entry_points()
+
+    # -- discovery ----------------------------------------------------------------------
+    def _load_entry_points(self) -> None:
+        allow, deny = _names("TETHER_PLUGINS_ALLOW"), _names("TETHER_PLUGINS_DENY")
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist is not None else "(unknown)"
+            version = ep.dist.version if ep.dist is not None else None
+            keys = {ep.name, dist}
+            if (allow is not None and not keys & allow) or (deny is not None and keys & deny):
+                log.debug("plugin %s from %s skipped by allow/deny list", ep.name, dist)
+                continue
+            try:
+                module = ep.load()
+            except Exception as exc:
+                self._fail(ep.name, dist, version, ep.value, f"failed to import: {exc!r}", exc)
+                continue
+            self._register(module, ep.name, dist, version)
+
+    def _register(self, plugin: object, name: str, distribution: str, version: str | None) -> None:
+        module = getattr(plugin, "__name__", type(plugin).__name__)
+        if name in self._sources:
+            name = f"{distribution}:{name}"
+        try:
+            self._pm.register(plugin, name=name)
+        except Exception as exc:
+            self._fail(name, distribution, version, module, f"failed to register: {exc!r}", exc)
+            return
+        hooks = sorted(
+            h.name for h in (self._pm.get_hookcallers(plugin) or []) if h.name.startswith("register_")
+        )
+        self._sources[name] = Source(name, distribution)
+        self.plugins.append(PluginInfo(name, distribution, version, module, hooks))
+
+    def _fail(
+        self, name: str, dist: str, version: str | None, module: str, why: str, exc: BaseException
+    ) -> None:
+        message = f'Plugin "{name}" from {dist} {why}. The other plugins are unaffected.'
+        log.warning(message)
+        log.debug("".join(traceback.format_exception(exc)))
+        error = PluginLoadError(message, plugin=name, distribution=dist)
+        error.__cause__ = exc
+        self.errors.append(error)
+        for info in self.plugins:
+            if info.name == name:
+                info.error = why
+                return
+        self.plugins.append(PluginInfo(name, dist, version, module, error=why))
+
+    # -- registries --------------------------------------------------------------------
+    def registrar(self, kind: type[R]) -> R:
+        """The registrar of ``kind``, filled by calling its hook on every plugin once."""
+        existing = self._registrars.get(kind)
+        if existing is not None:
+            return existing  # type: ignore[return-value]
+        registrar = kind()
+        hook = getattr(self._pm.hook, _HOOKS[kind])
+        for impl in hook.get_hookimpls():
+            source = self._sources[impl.plugin_name]
+            registrar.source = source
+            try:
+                impl.function(*[registrar for _ in impl.argnames])
+            except Exception as exc:
+                registrar._drop_source(source)
+                self._fail(
+                    source.plugin,
+                    source.distribution,
+                    None,
+                    impl.plugin.__name__ if hasattr(impl.plugin, "__name__") else "",
+                    f"raised in {_HOOKS[kind]}: {exc!r}",
+                    exc,
+                )
+        registrar.source = BUILTIN
+        self._registrars[kind] = registrar
+        return registrar
+
+    @property
+    def providers(self) -> ProviderRegistrar:
+        return self.registrar(ProviderRegistrar)
+
+    @property
+    def tools(self) -> ToolRegistrar:
+        return self.registrar(ToolRegistrar)
+
+    @property
+    def memory_backends(self) -> MemoryBackendRegistrar:
+        return self.registrar(MemoryBackendRegistrar)
+
+    @property
+    def compaction_strategies(self) -> CompactionStrategyRegistrar:
+        return self.registrar(CompactionStrategyRegistrar)
+
+    @property
+    def session_stores(self) -> SessionStoreRegistrar:
+        return self.registrar(SessionStoreRegistrar)
+
+    @property
+    def embedders(self) -> EmbedderRegistrar:
+        return self.registrar(EmbedderRegistrar)
+
+    @property
+    def observers(self) -> ObserverRegistrar:
+        return self.registrar(ObserverRegistrar)
+
+    @property
+    def commands(self) -> CommandRegistrar:
+        return self.registrar(CommandRegistrar)
+
+    def all_registrars(self) -> list[Registrar[Any]]:
+        """Every registry, filled (used by ``tether plugins``)."""
+        return [self.registrar(kind) for kind in _HOOKS]
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,200 @@
+"""Registrars: the objects plugins receive in ``register_*`` hooks and call ``add`` on.
+
+A registrar remembers which plugin (and distribution) added each component, so a name
+registered twice can be reported with both distributions, and ``tether plugins`` can show
+who provides what. Registrars grow keyword options over time; they never lose them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .errors import DuplicateComponentError
+from .tools import Tool, Toolset, as_tool
+
+if TYPE_CHECKING:
+    from .config import ProviderConfig
+    from .provider import Provider
+
+__all__ = [
+    "CommandRegistrar",
+    "CompactionStrategyRegistrar",
+    "EmbedderRegistrar",
+    "MemoryBackendRegistrar",
+    "ObserverRegistrar",
+    "ProviderRegistrar",
+    "Registrar",
+    "Registration",
+    "SessionStoreRegistrar",
+    "ToolRegistrar",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Who is registering: the plugin (entry-point name) and its distribution."""
+
+    plugin: str
+    distribution: str
+
+
+BUILTIN = Source("builtins", "tether")
+
+
+@dataclass(slots=True)
+class Registration(Generic[T]):
+    name: str
+    component: T
+    source: Source
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Registrar(Generic[T]):
+    """A name → component table filled by plugins."""
+
+    kind = "component"
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Registration[T]] = {}
+        self.conflicts: list[DuplicateComponentError] = []
+        self.source: Source = BUILTIN
+
+    def add(self, name: str, component: T, **options: Any) -> None:
+        """Register ``component`` as ``name``. A name taken by another plugin is a conflict."""
+        existing = self._entries.get(name)
+        if existing is not None and existing.source != self.source:
+            self.conflicts.append(
+                DuplicateComponentError(
+                    self.kind, name, existing.source.distribution, self.source.distribution
+                )
+            )
+            return
+        self._entries[name] = Registration(name, component, self.source, options)
+
+    def get(self, name: str) -> T:
+        """The component registered as ``name``.
+
+        Raises :class:`~tether.errors.DuplicateComponentError` if two plugins claimed the
+        name, and ``KeyError`` if none did.
+        """
+        for conflict in self.conflicts:
+            if conflict.name == name:
+                raise conflict
+        return self._entries[name].component
+
+    def registration(self, name: str) -> Registration[T]:
+        return self._entries[name]
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def near(self, name: str) -> list[str]:
+        """Registered names that look like ``name`` (for "did you mean" messages)."""
+        return difflib.get_close_matches(name, self.names(), n=3, cutoff=0.6)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Registration[T]]:
+        return iter(list(self._entries.values()))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _drop_source(self, source: Source) -> None:
+        """Forget everything ``source`` registered (its hook raised half-way)."""
+        for name in [n for n, r in self._entries.items() if r.source == source]:
+            del self._entries[name]
+
+
+ProviderFactory = Callable[["ProviderConfig"], "Provider"]
+
+
+class ProviderRegistrar(Registrar[ProviderFactory]):
+    """``providers.add("acme", AcmeProvider, prefixes=("acme-",))``.
+
+    The factory is called lazily, once per agent, with the provider's
+    :class:`~tether.config.ProviderConfig`; import the vendor SDK inside it, not at module
+    import time. ``prefixes`` let bare model names (``acme-large``) resolve to this provider.
+    """
+
+    kind = "provider"
+
+    def add(  # type: ignore[override]
+        self,
+        name: str,
+        factory: ProviderFactory,
+        *,
+        prefixes: tuple[str, ...] = (),
+        description: str = "",
+    ) -> None:
+        super().add(name, factory, prefixes=tuple(prefixes), description=description)
+
+    def for_bare_model(self, model: str) -> str | None:
+        """The provider whose longest registered prefix starts ``model``."""
+        best: tuple[int, str] | None = None
+        for reg in self:
+            for prefix in reg.options.get("prefixes", ()):
+                if model.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), reg.name)
+        return best[1] if best else None
+
+
+class ToolRegistrar(Registrar[Toolset]):
+    """``tools.add(get_weather)`` or ``tools.add(Toolset("fs", [...]))``.
+
+    A toolset is enabled by its name; a single tool is a toolset of one, named after it.
+    """
+
+    kind = "tool"
+
+    def add(self, item: Tool | Toolset | Callable[..., Any], name: str | None = None) -> None:  # type: ignore[override]
+        toolset = item if isinstance(item, Toolset) else Toolset(name or as_tool(item).name, [item])
+        super().add(name or toolset.name, toolset)
+
+
+class MemoryBackendRegistrar(Registrar[Callable[..., Any]]):
+    """``backends.add("sqlite", SqliteBackend)``: a factory taking keyword settings."""
+
+    kind = "memory backend"
+
+
+class CompactionStrategyRegistrar(Registrar[Callable[..., Any]]):
+    """``strategies.add("summarize", SummarizeStrategy)``: a factory taking keyword settings."""
+
+    kind = "compaction strategy"
+
+
+class SessionStoreRegistrar(Registrar[Callable[..., Any]]):
+    """``stores.add("jsonl", JsonlSessionStore)``: where named sessions live."""
+
+    kind = "session store"
+
+
+class EmbedderRegistrar(Registrar[Callable[..., Any]]):
+    """``embedders.add("openai", OpenAIEmbedder)``: a factory taking keyword settings."""
+
+    kind = "embedder"
+
+
+class ObserverRegistrar(Registrar[Callable[..., Any]]):
+    """``observers.add("otel", callback)``: ``callback(event)`` sees every run event.
+
+    Observers must be fast and must not raise; an exception is logged and ignored.
+    """
+
+    kind = "event observer"
+
+
+class CommandRegistrar(Registrar[Any]):
+    """``commands.add(click_command)``: adds a sub-command to the ``tether`` CLI."""
+
+    kind = "command"
+
+    def add(self, command: Any, name: str | None = None) -> None:  # type: ignore[override]
+        super().add(name or command.name, command)

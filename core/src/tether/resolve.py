@@ -1,0 +1,69 @@
+"""Model strings: ``provider/model``, bare names by prefix, aliases from config."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import ConfigError, UnknownProviderError
+from .registry import ProviderRegistrar
+
+__all__ = ["ModelRef", "parse_model_string"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """A resolved model string: which provider, and its own id for the model."""
+
+    provider: str
+    model: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+def parse_model_string(
+    model: str, providers: ProviderRegistrar, aliases: Mapping[str, str] | None = None
+) -> ModelRef:
+    """Resolve ``model`` to a provider and model id.
+
+    Aliases are applied first (``fast = "openai/gpt-4.1-mini"``). ``name/model`` names the
+    provider explicitly; everything after the first slash is the model id, so
+    ``openrouter/anthropic/claude-sonnet-4`` works. A bare name goes to the provider
+    whose registered prefix matches it best (``claude-`` → anthropic).
+    """
+    original = model.strip()
+    if not original:
+        raise ConfigError('No model given. Pass model="provider/model" or set `model` in tether.toml.')
+    resolved = (aliases or {}).get(original, original)
+    installed = providers.names()
+    if "/" in resolved:
+        name, _, model_id = resolved.partition("/")
+        if name not in providers:
+            raise UnknownProviderError(_unknown_provider(name, installed), name=name, installed=installed)
+        if not model_id:
+            raise ConfigError(f'Model string "{original}" names no model after "{name}/".')
+        return ModelRef(name, model_id)
+    name = providers.for_bare_model(resolved)
+    if name is None:
+        near = difflib.get_close_matches(resolved, list((aliases or {}).keys()), n=3, cutoff=0.6)
+        hint = f" Did you mean the alias {', '.join(repr(n) for n in near)}?" if near else ""
+        raise UnknownProviderError(
+            f'Cannot tell which provider serves the model "{original}".{hint} '
+            f'Write it as "provider/{original}". Installed providers: {_listing(installed)}.',
+            name=resolved,
+            installed=installed,
+        )
+    return ModelRef(name, resolved)
+
+
+def _unknown_provider(name: str, installed: list[str]) -> str:
+    near = difflib.get_close_matches(name, installed, n=3, cutoff=0.6)
+    did_you_mean = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    install = f" Install its plugin, e.g. `pip install tether-{name}`." if not near else ""
+    return f'No provider named "{name}".{did_you_mean} Installed: {_listing(installed)}.{install}'
+
+
+def _listing(names: list[str]) -> str:
+    return ", ".join(names) if names else "none (install a provider plugin such as tether-anthropic)"

@@ -1,0 +1,14 @@
+"""Sessions: where a conversation's history lives between and during runs.
+
+``InMemorySession`` keeps it in a list; ``JsonlSession`` (the production default) writes
+one message per line and survives crashes. Anything with the :class:`Session` shape
+works: the runner only appends messages, reads them back and, when compacting, replaces
+the whole history at once.
+"""
+
+from __future__ import annotations
+
+from .base import Session
+from .memory import InMemorySession
+
+__all__ = ["InMemorySession", "Session"]

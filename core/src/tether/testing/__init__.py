@@ -1,0 +1,47 @@
+"""Test helpers for applications and plugin authors.
+
+- :class:`ScriptedProvider` plays back queued replies (text, thinking, tool calls, usage)
+  and failures (rate limits with ``retry_after``, server errors, mid-stream drops,
+  authentication failures, context overflow), and records every request.
+- :func:`assert_invariant` checks a history against the tool-call/result invariant.
+- The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
+  is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
+  ``call_tool`` fixtures.
+"""
+
+from __future__ import annotations
+
+from .invariant import InvariantViolation, assert_invariant, invariant_violations
+from .scripted import (
+    Failure,
+    Reply,
+    ScriptedProvider,
+    ScriptExhausted,
+    auth_failed,
+    call,
+    connection_dropped,
+    context_overflow,
+    overloaded,
+    rate_limited,
+    server_error,
+)
+from .tools import call_tool, make_tool_context
+
+__all__ = [
+    "Failure",
+    "InvariantViolation",
+    "Reply",
+    "ScriptExhausted",
+    "ScriptedProvider",
+    "assert_invariant",
+    "auth_failed",
+    "call",
+    "call_tool",
+    "connection_dropped",
+    "context_overflow",
+    "invariant_violations",
+    "make_tool_context",
+    "overloaded",
+    "rate_limited",
+    "server_error",
+]

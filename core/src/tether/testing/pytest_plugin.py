@@ -1,0 +1,73 @@
+"""pytest fixtures for testing agents and tool plugins (registered via ``pytest11``).
+
+::
+
+    async def test_weather_tool(call_tool):
+        result = await call_tool(get_weather, {"city": "Lisbon"})
+        assert not result.is_error
+
+    async def test_agent_uses_weather(make_agent):
+        agent, provider = make_agent(
+            [Reply(tool_calls=[call("get_weather", city="Lisbon")]), Reply(text="Sunny.")],
+            tools=[get_weather],
+        )
+        result = await agent.run("Weather in Lisbon?")
+        assert result.output == "Sunny."
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .scripted import Reply, ScriptedProvider
+from .tools import call_tool as _call_tool
+from .tools import make_tool_context
+
+
+@pytest.fixture
+def scripted_provider() -> ScriptedProvider:
+    """An empty :class:`ScriptedProvider`; add replies with ``.queue(...)``."""
+    return ScriptedProvider()
+
+
+@pytest.fixture
+def make_agent(tmp_path: Path) -> Callable[..., tuple[Any, ScriptedProvider]]:
+    """``make_agent(replies, tools=[...], **agent_kwargs) -> (agent, provider)``.
+
+    The agent runs in ``tmp_path``, reads no configuration file and loads no plugins
+    from entry points unless ``plugins=`` is given, so tests are isolated.
+    """
+    from ..agent import Agent
+    from ..config import Config
+
+    def factory(
+        replies: Iterable[Reply | Any] = (), *, tools: Sequence[Any] = (), **kwargs: Any
+    ) -> tuple[Agent, ScriptedProvider]:
+        provider = ScriptedProvider(replies)
+        kwargs.setdefault("config", Config())
+        kwargs.setdefault("cwd", tmp_path)
+        return Agent(provider, tools=list(tools), **kwargs), provider
+
+    return factory
+
+
+@pytest.fixture
+def tool_context(tmp_path: Path) -> Any:
+    """A :class:`~tether.tools.ToolContext` rooted at ``tmp_path``."""
+    return make_tool_context(cwd=tmp_path)
+
+
+@pytest.fixture
+def call_tool(tmp_path: Path) -> Callable[..., Any]:
+    """``await call_tool(tool, arguments, **options)``: run a tool as the runner would,
+    in ``tmp_path``; returns the tool result the model would see."""
+
+    async def invoke(tool: Any, arguments: Any, **options: Any) -> Any:
+        options.setdefault("cwd", tmp_path)
+        return await _call_tool(tool, arguments, **options)
+
+    return invoke

@@ -1,0 +1,325 @@
+"""Tools: typed Python functions the model can call.
+
+::
+
+    @tether.tool
+    async def get_weather(city: str, days: int = 1) -> str:
+        \"\"\"Forecast for a city. Use for questions about weather; not for climate history.
+
+        Args:
+            city: City name, e.g. "Lisbon".
+            days: How many days ahead, 1 to 7.
+        \"\"\"
+
+The signature is the JSON schema (through pydantic), the docstring is the description and
+its ``Args:`` section describes the parameters. A parameter annotated
+:class:`ToolContext` is filled in by the runner and hidden from the model. Sync functions
+run in a worker thread so they never block the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+import pydantic
+from pydantic import BaseModel, ConfigDict
+
+from .cancel import CancelToken
+from .messages import ImageBlock, TextBlock
+from .provider import ToolDefinition
+
+__all__ = ["Tool", "ToolContext", "Toolset", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_MAX_OUTPUT_CHARS = 50_000
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What the runner hands a tool that asks for it (a parameter annotated ``ToolContext``).
+
+    ``idempotency_key`` is stable for a given session and tool call id: a call replayed
+    after a crash or retry carries the same key, so side effects can be deduplicated.
+    ``state`` is shared by all tool calls of one run. ``env`` holds the variables a tool
+    should pass to subprocesses (never modify ``os.environ``). ``deps`` is whatever the
+    application passed as ``Agent(deps=...)``.
+    """
+
+    call_id: str
+    tool_name: str
+    session_id: str
+    idempotency_key: str
+    cwd: Path
+    cancel: CancelToken
+    state: MutableMapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    deps: Any = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class Tool:
+    """A callable the model can use. Build one with :func:`tool`.
+
+    ``timeout`` (seconds) cancels a call that runs longer; ``sequential`` tools never run
+    in parallel with other calls of the same response; ``max_output_chars`` caps the
+    text the model sees, keeping the head and the tail around a visible marker.
+    """
+
+    __slots__ = (
+        "_arguments_model",
+        "_context_param",
+        "_is_async",
+        "description",
+        "fn",
+        "max_output_chars",
+        "name",
+        "parameters",
+        "sequential",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        sequential: bool = False,
+        max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
+            raise ValueError(
+                f"Tool name {self.name!r} is not valid: use 1-64 letters, digits, '_' or '-'."
+            )
+        summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        self.description = description if description is not None else summary
+        self.timeout = timeout
+        self.sequential = sequential
+        self.max_output_chars = max_output_chars
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._context_param, self._arguments_model = _arguments_model(fn, self.name, arg_docs)
+        self.parameters: dict[str, Any] = _clean_schema(self._arguments_model.model_json_schema())
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}>"
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(self.name, self.description, self.parameters)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments, or :class:`pydantic.ValidationError`."""
+        model = self._arguments_model.model_validate(arguments)
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    async def call(self, arguments: Mapping[str, Any], context: ToolContext | None) -> Any:
+        """Run the tool with already validated ``arguments``; returns its raw result."""
+        kwargs = dict(arguments)
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        if self._is_async:
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (handy in tests)."""
+        return self.fn(*args, **kwargs)
+
+
+@overload
+def tool(fn: F, /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    sequential: bool = False,
+    max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+) -> Callable[[F], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    sequential: bool = False,
+    max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function into a :class:`Tool`; usable bare or with options."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            sequential=sequential,
+            max_output_chars=max_output_chars,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+class Toolset:
+    """A named group of tools, enabled together by name (``tools = ["fs"]`` in config)."""
+
+    def __init__(self, name: str, tools: Iterable[Tool | Callable[..., Any]], description: str = ""):
+        self.name = name
+        self.description = description
+        self.tools: list[Tool] = [as_tool(t) for t in tools]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools)
+
+    def __repr__(self) -> str:
+        return f"<Toolset {self.name}: {', '.join(t.name for t in self.tools)}>"
+
+
+def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
+    """``obj`` if it is a Tool, else a Tool built from the plain function."""
+    if isinstance(obj, Tool):
+        return obj
+    if callable(obj):
+        return Tool(obj)
+    raise TypeError(f"Expected a tether.Tool or a function, got {type(obj).__name__}.")
+
+
+# -- results ------------------------------------------------------------------------
+TRUNCATION_MARKER = "\n\n[... {omitted} characters omitted: output exceeded {limit} characters ...]\n\n"
+
+
+def cap_text(text: str, limit: int | None) -> str:
+    """``text`` cut to about ``limit`` characters, keeping head and tail around a marker."""
+    if limit is None or len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return text[:head] + TRUNCATION_MARKER.format(omitted=omitted, limit=limit) + text[-tail:]
+
+
+def result_content(value: Any, limit: int | None) -> str | list[TextBlock | ImageBlock]:
+    """Turn what a tool returned into tool-result content.
+
+    Strings pass through; images and lists of text/images become blocks; anything else is
+    serialised as JSON (pydantic models included).
+    """
+    if isinstance(value, str):
+        return cap_text(value, limit)
+    if isinstance(value, ImageBlock):
+        return [value]
+    if isinstance(value, TextBlock):
+        return [TextBlock(text=cap_text(value.text, limit))]
+    if isinstance(value, list) and value and all(isinstance(v, TextBlock | ImageBlock) for v in value):
+        return [TextBlock(text=cap_text(v.text, limit)) if isinstance(v, TextBlock) else v for v in value]
+    if value is None:
+        return ""
+    if isinstance(value, BaseModel):
+        return cap_text(value.model_dump_json(), limit)
+    try:
+        return cap_text(json.dumps(value, ensure_ascii=False, default=str), limit)
+    except (TypeError, ValueError):
+        return cap_text(str(value), limit)
+
+
+def format_validation_error(tool: Tool, error: pydantic.ValidationError) -> str:
+    """An error text for the model: each wrong field, and the schema it must follow."""
+    lines = [f"Invalid arguments for tool `{tool.name}`:"]
+    for item in error.errors(include_url=False):
+        where = ".".join(str(p) for p in item["loc"]) or "(arguments)"
+        got = item.get("input")
+        detail = item["msg"]
+        if item["type"] not in ("missing", "extra_forbidden"):
+            detail += f" (got {json.dumps(got, default=str)[:200]})"
+        lines.append(f"- {where}: {detail}")
+    lines.append(f"Expected arguments (JSON schema): {json.dumps(tool.parameters)}")
+    return "\n".join(lines)
+
+
+# -- schema building ---------------------------------------------------------------------
+def _arguments_model(
+    fn: Callable[..., Any], tool_name: str, arg_docs: Mapping[str, str]
+) -> tuple[str | None, type[BaseModel]]:
+    signature = inspect.signature(fn)
+    try:
+        hints = _type_hints(fn)
+    except Exception as exc:
+        raise TypeError(f"Cannot read the type hints of tool {tool_name!r}: {exc}") from exc
+    context_param: str | None = None
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(
+                f"Tool {tool_name!r} takes *{param.name}; tools need named, typed parameters."
+            )
+        default = ... if param.default is param.empty else param.default
+        description = arg_docs.get(param.name)
+        fields[param.name] = (annotation, pydantic.Field(default, description=description))
+    model = pydantic.create_model(f"{tool_name}_arguments", __base__=_Arguments, **fields)
+    return context_param, model
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(fn, include_extras=True)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s{0,8}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {param: description})."""
+    lines = doc.splitlines()
+    for index, line in enumerate(lines):
+        if _ARGS_HEADER.match(line.strip()):
+            break
+    else:
+        return doc.strip(), {}
+    description = "\n".join(lines[:index]).strip()
+    args: dict[str, str] = {}
+    current: str | None = None
+    block = textwrap.dedent("\n".join(lines[index + 1 :]))
+    for line in block.splitlines():
+        if line and not line[0].isspace():
+            match = _ARG_LINE.match(line)
+            if match is None:
+                # A new section (Returns:, Raises:, ...) ends the arguments.
+                break
+            current = match.group(1).lstrip("*")
+            args[current] = match.group(2).strip()
+        elif current is not None and line.strip():
+            args[current] = (args[current] + " " + line.strip()).strip()
+    return description, args
