@@ -176,7 +176,7 @@ class Agent:
             provider = factory(self.config.provider(ref.provider))
         else:
             provider = self._model
-        tools = self._resolve_tools()
+        tools, tool_settings = self._resolve_tools()
         capabilities = provider.capabilities(ref.model)
         self._settings = RunSettings(
             provider=provider,
@@ -186,7 +186,7 @@ class Agent:
             system=self.system,
             tools=tools,
             tool_definitions=tuple(t.definition for t in tools.values()),
-            tool_settings=dict(self.config.tool_settings),
+            tool_settings=tool_settings,
             parallel_tools=self.parallel_tools,
             limits=self.limits,
             retry=self.retry,
@@ -201,9 +201,14 @@ class Agent:
         )
         return self._settings
 
-    def _resolve_tools(self) -> dict[str, Tool]:
+    def _resolve_tools(self) -> tuple[dict[str, Tool], dict[str, dict[str, Any]]]:
+        """The agent's tools by name, and each tool's settings: ``[tool_settings.<toolset>]``
+        overlaid by ``[tool_settings.<tool>]``."""
         resolved: dict[str, Tool] = {}
+        settings: dict[str, dict[str, Any]] = {}
+        configured = self.config.tool_settings
         for spec in self._tool_specs:
+            group: str | None = None
             if isinstance(spec, str):
                 registry = self.plugins.tools
                 if spec not in registry:
@@ -214,15 +219,18 @@ class Agent:
                         f"Registered: {', '.join(registry.names()) or 'none'}. Install the plugin that provides it."
                     )
                 items: list[Tool] = list(registry.get(spec))
+                group = spec
             elif isinstance(spec, Toolset):
                 items = list(spec)
+                group = spec.name
             else:
                 items = [as_tool(spec)]
             for item in items:
                 if item.name in resolved and resolved[item.name] is not item:
                     raise ConfigError(f'Two tools are named "{item.name}". Tool names must be unique per agent.')
                 resolved[item.name] = item
-        return resolved
+                settings[item.name] = {**configured.get(group or "", {}), **configured.get(item.name, {})}
+        return resolved, settings
 
     def _resolve_compaction(self) -> CompactionStrategy:
         spec = self._compaction_spec
