@@ -1,0 +1,37 @@
+"""The knowledge base: large material consulted on demand through hybrid retrieval.
+
+Documents are split on line boundaries with overlap; each chunk is indexed for keywords
+(BM25) and, when an embedder is configured, for vectors. Queries fuse both rankings with
+weighted reciprocal rank fusion, deduplicate by (document, start line), drop results
+under a threshold and return the top k. Backends are plugins registered through
+``register_memory_backends``: ``memory`` (in-process, core), ``sqlite`` (persistent
+default, ``tether-sqlite``) and ``chroma`` (``tether-chroma``).
+
+Everything here is imported lazily: ``import tether.knowledge`` loads no numpy.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .embedders import Embedder, EmbedderFactory, available_embedders, load_embedder
+
+_LAZY = {
+    "Embedder": "embedders",
+    "EmbedderFactory": "embedders",
+    "available_embedders": "embedders",
+    "load_embedder": "embedders",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tether.knowledge' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
