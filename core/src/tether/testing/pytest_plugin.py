@@ -71,3 +71,12 @@ def call_tool(tmp_path: Path) -> Callable[..., Any]:
         return await _call_tool(tool, arguments, **options)
 
     return invoke
+
+
+@pytest.fixture
+def fake_server() -> Any:
+    """A :class:`~tether.testing.http.FakeServer` on loopback, started and closed for you."""
+    from .http import FakeServer
+
+    with FakeServer() as server:
+        yield server

@@ -1,0 +1,192 @@
+"""A real HTTP server on loopback for testing provider plugins through their official SDKs.
+
+The SDK under test talks to :attr:`FakeServer.url` over a real socket, so its own HTTP
+client, SSE parser and error handling run. Each request is answered by the next queued
+:class:`FakeResponse` (or by a handler function) and recorded in
+:attr:`FakeServer.requests`, so tests can assert what the client sent.
+
+::
+
+    with FakeServer() as server:
+        server.queue(FakeResponse.sse([("message_start", {...}), ...]))
+        client = anthropic.AsyncAnthropic(base_url=server.url, api_key="test", max_retries=0)
+
+Streaming bodies are sent with chunked transfer encoding, one HTTP chunk per item of
+``chunks`` and flushed immediately; ``drop_after=n`` closes the socket after ``n`` chunks
+without finishing the response, which clients see as a connection dropped mid-stream.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeResponse", "FakeServer", "RecordedRequest", "split_bytes"]
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(slots=True)
+class FakeResponse:
+    """One scripted HTTP response. ``chunks`` are written one at a time (streaming);
+    ``body`` is written at once with a Content-Length."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    chunks: Sequence[bytes] | None = None
+    drop_after: int | None = None
+
+    @classmethod
+    def json(cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> FakeResponse:
+        return cls(
+            status=status,
+            headers={"content-type": "application/json", **(headers or {})},
+            body=json.dumps(payload).encode(),
+        )
+
+    @classmethod
+    def sse(
+        cls,
+        events: Iterable[tuple[str | None, Any]],
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        split_at: Sequence[int] = (),
+        drop_after: int | None = None,
+    ) -> FakeResponse:
+        """A ``text/event-stream`` response. Each event is ``(event_name or None, data)``;
+        ``data`` that is not a string is JSON-encoded. ``split_at`` cuts the byte stream
+        at those offsets (besides one chunk per event), e.g. inside a multi-byte character."""
+        parts: list[bytes] = []
+        for name, data in events:
+            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+            frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
+            parts.append(frame.encode())
+        chunks = split_bytes(b"".join(parts), _event_offsets(parts, split_at))
+        return cls(
+            status=status,
+            headers={"content-type": "text/event-stream", "cache-control": "no-cache", **(headers or {})},
+            chunks=chunks,
+            drop_after=drop_after,
+        )
+
+
+def _event_offsets(parts: Sequence[bytes], extra: Sequence[int]) -> list[int]:
+    offsets: set[int] = set(extra)
+    position = 0
+    for part in parts[:-1]:
+        position += len(part)
+        offsets.add(position)
+    return sorted(offsets)
+
+
+def split_bytes(data: bytes, offsets: Sequence[int]) -> list[bytes]:
+    """``data`` cut at the given byte offsets (out-of-range offsets are ignored)."""
+    cuts = [0, *sorted(o for o in set(offsets) if 0 < o < len(data)), len(data)]
+    return [data[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+Handler = Callable[[RecordedRequest], FakeResponse]
+
+
+class FakeServer:
+    """An HTTP/1.1 server on 127.0.0.1 (a free port) answering with queued responses."""
+
+    def __init__(self, handler: Handler | None = None) -> None:
+        self._queue: list[FakeResponse] = []
+        self._handler = handler
+        self._lock = threading.Lock()
+        self.requests: list[RecordedRequest] = []
+        server = self
+
+        class _RequestHandler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                request = RecordedRequest(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                )
+                response = server._respond(request)
+                self.send_response(response.status)
+                for key, value in response.headers.items():
+                    self.send_header(key, value)
+                if response.chunks is None:
+                    payload = response.body or b""
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    self.wfile.flush()
+                    return
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                for index, chunk in enumerate(response.chunks):
+                    if response.drop_after is not None and index >= response.drop_after:
+                        self.close_connection = True
+                        self.wfile.flush()
+                        self.connection.shutdown(2)
+                        return
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+            do_GET = do_POST = do_PUT = do_DELETE = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _RequestHandler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def queue(self, *responses: FakeResponse) -> FakeServer:
+        with self._lock:
+            self._queue.extend(responses)
+        return self
+
+    def _respond(self, request: RecordedRequest) -> FakeResponse:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.pop(0)
+        if self._handler is not None:
+            return self._handler(request)
+        return FakeResponse.json(
+            {"error": {"message": f"FakeServer: no response queued for {request.method} {request.path}"}},
+            status=599,
+        )
+
+    def start(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
