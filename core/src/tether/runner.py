@@ -400,6 +400,10 @@ class Run:
                     call = calls[index]
                     yield ToolEnd(call.id, call.name, result, time.perf_counter() - began)
         finally:
+            # Keep what finished before an interruption; cancel the rest.
+            for task, (index, _) in started.items():
+                if results[index] is None and task.done() and not task.cancelled() and task.exception() is None:
+                    results[index] = task.result()
             for task in pending:
                 task.cancel()
             if pending:

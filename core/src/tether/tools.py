@@ -282,9 +282,16 @@ def _arguments_model(
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Parameter annotations, resolved. The return annotation is not needed, so a return
+    type that cannot be resolved (a class local to a test function) is no error."""
     import typing
 
-    return typing.get_type_hints(fn, include_extras=True)
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except NameError:
+        annotations = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
+        holder = type("_Parameters", (), {"__annotations__": annotations, "__module__": fn.__module__})
+        return typing.get_type_hints(holder, globalns=getattr(fn, "__globals__", None), include_extras=True)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -309,17 +316,18 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     else:
         return doc.strip(), {}
     description = "\n".join(lines[:index]).strip()
+    section: list[str] = []
+    for line in lines[index + 1 :]:
+        if line.strip() and not line[0].isspace():
+            break  # the next section (Returns:, Raises:, ...) starts
+        section.append(line)
     args: dict[str, str] = {}
     current: str | None = None
-    block = textwrap.dedent("\n".join(lines[index + 1 :]))
-    for line in block.splitlines():
-        if line and not line[0].isspace():
-            match = _ARG_LINE.match(line)
-            if match is None:
-                # A new section (Returns:, Raises:, ...) ends the arguments.
-                break
+    for line in textwrap.dedent("\n".join(section)).splitlines():
+        match = _ARG_LINE.match(line) if line and not line[0].isspace() else None
+        if match is not None:
             current = match.group(1).lstrip("*")
             args[current] = match.group(2).strip()
         elif current is not None and line.strip():
-            args[current] = (args[current] + " " + line.strip()).strip()
+            args[current] = f"{args[current]} {line.strip()}".strip()
     return description, args
