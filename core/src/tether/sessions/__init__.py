@@ -9,6 +9,19 @@ the whole history at once.
 from __future__ import annotations
 
 from .base import Session
+from .jsonl import JsonlSession, load_session_file
 from .memory import InMemorySession
+from .repair import RepairAction, RepairReport, repair_messages
+from .store import SessionInfo, SessionStore
 
-__all__ = ["InMemorySession", "Session"]
+__all__ = [
+    "InMemorySession",
+    "JsonlSession",
+    "RepairAction",
+    "RepairReport",
+    "Session",
+    "SessionInfo",
+    "SessionStore",
+    "load_session_file",
+    "repair_messages",
+]
