@@ -1,0 +1,295 @@
+"""The ``tether`` command line.
+
+``tether run``, ``tether chat``, ``tether plugins`` and ``tether models`` are built in;
+plugins add more through the ``register_commands`` hook. Importing this module is cheap:
+it imports click and nothing else of weight. A command's module is imported when the
+command runs (or when ``--help`` needs its summary), and the plugin manager is built the
+first time something asks for it, once per invocation.
+
+Expected failures (any :class:`~tether.errors.TetherError`: bad configuration, a missing
+provider or credentials, a provider refusing a request) end the process with exit status
+1 and one clear message on stderr, without a traceback; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..plugins import PluginManager
+
+__all__ = ["CliState", "TetherCommandError", "cli", "main", "pass_state"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Built-in commands: name -> (module, attribute, one-line summary). The summary lets
+#: ``tether --help`` list them without importing their modules.
+BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("tether.cli.run", "run", "Run an agent on a prompt and stream what it does."),
+    "chat": ("tether.cli.chat", "chat", "Talk with an agent in a named session that survives restarts."),
+    "plugins": ("tether.cli.plugins", "plugins", "List plugins, what they register, and load errors."),
+    "models": ("tether.cli.models", "models", "List the models every installed provider knows."),
+}
+
+
+class TetherCommandError(click.ClickException):
+    """An expected failure: printed as one line on stderr, exit status 1 (or ``exit_code``)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.secho(f"Error: {self.format_message()}", file=file, err=True, fg="red")
+
+
+class CliState:
+    """Per-invocation state shared by all commands: global options and lazy resources.
+
+    :param config_path: ``--config``; ``None`` means the usual lookup
+        (:func:`tether.config.config_path`).
+    :param plugin_modules: ``-p`` module names, registered as in-process plugins.
+    :param debug: show tracebacks for expected errors too.
+    """
+
+    def __init__(
+        self, config_path: Path | None = None, plugin_modules: Sequence[str] = (), debug: bool = False
+    ) -> None:
+        self.config_path = config_path
+        self.plugin_modules = tuple(plugin_modules)
+        self.debug = debug
+        self._config: Config | None = None
+        self._plugin_objects: list[object] | None = None
+        self._manager: PluginManager | None = None
+
+    def config(self) -> Config:
+        """The configuration, loaded once. Raises :class:`~tether.errors.ConfigError`."""
+        if self._config is None:
+            from ..config import load_config
+
+            self._config = load_config(self.config_path)
+        return self._config
+
+    def plugin_objects(self) -> list[object]:
+        """The ``-p`` modules, imported once."""
+        if self._plugin_objects is None:
+            from ..errors import ConfigError
+
+            objects: list[object] = []
+            for name in self.plugin_modules:
+                try:
+                    objects.append(importlib.import_module(name))
+                except Exception as exc:
+                    raise ConfigError(
+                        f'Cannot import the plugin module "{name}" given with -p/--plugin: {exc!r}. '
+                        "Pass an importable module name (as for `python -m`), e.g. -p my_package.plugin."
+                    ) from exc
+            self._plugin_objects = objects
+        return self._plugin_objects
+
+    def plugin_manager(self) -> PluginManager:
+        """The plugin manager of this invocation: built-ins, ``-p`` modules, entry points."""
+        if self._manager is None:
+            from ..plugins import PluginManager
+
+            self._manager = PluginManager(plugins=self.plugin_objects())
+        return self._manager
+
+
+def pass_state(fn: F) -> F:
+    """Decorator: pass the invocation's :class:`CliState` as the first argument."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(_state(click.get_current_context()), *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _state(ctx: click.Context) -> CliState:
+    root = ctx.find_root()
+    state = root.obj
+    if not isinstance(state, CliState):
+        state = root.obj = CliState()
+    return state
+
+
+def fail(message: str, exit_code: int = 1) -> NoReturn:
+    """End the command with ``message`` on stderr (helper for command modules)."""
+    raise TetherCommandError(message, exit_code)
+
+
+class _WarningHandler(logging.Handler):
+    """Writes tether's warnings to the current ``sys.stderr`` as ``warning: ...``, each
+    distinct message once per invocation (the CLI and an agent may both load plugins)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seen: set[str] = set()
+        self.quiet_plugin_warnings = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.quiet_plugin_warnings and record.name == "tether.plugins" and record.levelno < logging.ERROR:
+            return
+        message = record.getMessage()
+        if message in self.seen:
+            return
+        self.seen.add(message)
+        label = "warning" if record.levelno >= logging.WARNING else record.levelname.lower()
+        sys.stderr.write(f"{label}: {message}\n")
+
+
+_HANDLER = _WarningHandler()
+
+
+def _setup_logging(debug: bool = False) -> None:
+    logger = logging.getLogger("tether")
+    if _HANDLER not in logger.handlers:
+        logger.addHandler(_HANDLER)
+        logger.propagate = False
+    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
+
+
+def quiet_plugin_warnings() -> None:
+    """Stop printing plugin load warnings (for commands that report them themselves)."""
+    _HANDLER.quiet_plugin_warnings = True
+
+
+class TetherGroup(click.Group):
+    """The root group: built-in commands imported on demand, plugin commands from hooks,
+    and :class:`~tether.errors.TetherError` turned into a clean message."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _HANDLER.seen.clear()
+        _HANDLER.quiet_plugin_warnings = False
+        _setup_logging()
+        return super().main(*args, **kwargs)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(BUILTIN_COMMANDS) | set(self.commands)
+        names.update(self._plugin_commands(ctx))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        builtin = BUILTIN_COMMANDS.get(cmd_name)
+        if builtin is not None:
+            module, attribute, _ = builtin
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return self._plugin_commands(ctx).get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, summary) for name, (_, _, summary) in BUILTIN_COMMANDS.items()]
+        plugin_rows = []
+        for name, command in sorted(self._plugin_commands(ctx).items()):
+            if name not in BUILTIN_COMMANDS and not command.hidden:
+                plugin_rows.append((name, command.get_short_help_str(limit=formatter.width)))
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+        if plugin_rows:
+            with formatter.section("Commands from plugins"):
+                formatter.write_dl(plugin_rows)
+
+    def _plugin_commands(self, ctx: click.Context) -> dict[str, click.Command]:
+        """Commands registered through ``register_commands`` (built lazily, cached)."""
+        cache = ctx.meta.get("tether.plugin_commands")
+        if cache is None:
+            cache = {}
+            try:
+                registrar = _state(ctx).plugin_manager().commands
+            except Exception as exc:  # a broken -p module must not hide the built-in commands
+                ctx.meta["tether.plugin_command_error"] = exc
+            else:
+                for registration in registrar:
+                    if isinstance(registration.component, click.Command):
+                        cache[registration.name] = registration.component
+            ctx.meta["tether.plugin_commands"] = cache
+        return dict(cache)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from ..errors import TetherError
+
+        try:
+            return super().invoke(ctx)
+        except TetherError as exc:
+            if _state(ctx).debug:
+                traceback.print_exception(exc, file=sys.stderr)
+            raise TetherCommandError(str(exc)) from exc
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Store global options on the state as soon as they are parsed (they are eager, so
+    ``--help`` already sees ``-p`` plugins and the config file)."""
+    state = _state(ctx)
+    if param.name == "config" and value is not None:
+        state.config_path = Path(value)
+    elif param.name == "plugin" and value:
+        state.plugin_modules = tuple(value)
+    elif param.name == "debug":
+        state.debug = bool(value)
+        if value:
+            _setup_logging(debug=True)
+    return value
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+@click.group(cls=TetherGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    is_eager=True,
+    expose_value=False,
+    callback=_remember,
+    help="Configuration file to use instead of ./tether.toml or the user config dir "
+    "(same as TETHER_CONFIG).",
+)
+@click.option(
+    "-p",
+    "--plugin",
+    multiple=True,
+    metavar="MODULE",
+    is_eager=True,
+    expose_value=False,
+    callback=_remember,
+    help="Register an importable module as an in-process plugin (repeatable).",
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=_remember,
+    help="Show tracebacks for errors.",
+)
+@click.version_option(_version(), "--version", prog_name="tether", message="%(prog)s %(version)s")
+def cli() -> None:
+    """tether: run agents, inspect plugins and models.
+
+    \b
+    Examples:
+      tether run -m anthropic/claude-sonnet-4-5 "What changed in CHANGELOG.md?"
+      tether chat --session refactor
+      tether plugins
+    """
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``tether``)."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="tether", obj=CliState())

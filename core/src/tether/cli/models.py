@@ -1,0 +1,155 @@
+"""``tether models``: every installed provider's model catalogue.
+
+Listing needs no credentials: providers are expected to construct without a key and
+check it only in ``validate_auth()``. A provider whose factory fails anyway (a missing
+key, a missing SDK) is reported with its error and the others are still listed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from . import CliState, pass_state
+
+if TYPE_CHECKING:
+    from ..provider import ModelInfo, Provider
+
+__all__ = ["catalogue_report", "models"]
+
+_CAPABILITY_LABELS = (
+    ("vision", "vision"),
+    ("thinking", "thinking"),
+    ("prompt_caching", "caching"),
+    ("parallel_tool_calls", "parallel tools"),
+    ("images_in_tool_results", "images in tool results"),
+)
+
+
+def _model_entry(info: ModelInfo) -> dict[str, Any]:
+    caps = info.capabilities
+    return {
+        "id": info.id,
+        "aliases": list(info.aliases),
+        "description": info.description,
+        "context_window": caps.context_window,
+        "max_output_tokens": caps.max_output_tokens,
+        "pricing": asdict(caps.pricing) if caps.pricing is not None else None,
+        "capabilities": {field: getattr(caps, field) for field, _ in _CAPABILITY_LABELS},
+    }
+
+
+def catalogue_report(state: CliState, names: Sequence[str] = ()) -> dict[str, Any]:
+    """Every provider's catalogue (or only those in ``names``), as plain data.
+
+    Raises :class:`~tether.errors.UnknownProviderError` for a name no plugin registers.
+    """
+    from ..errors import UnknownProviderError
+    from ..resolve import _unknown_provider
+
+    registrar = state.plugin_manager().providers
+    config = state.config()
+    for name in names:
+        if name not in registrar:
+            raise UnknownProviderError(
+                _unknown_provider(name, registrar.names()), name=name, installed=registrar.names()
+            )
+    selected = list(names) or registrar.names()
+    entries: list[dict[str, Any]] = []
+    built: list[Provider] = []
+    for name in selected:
+        registration = registrar.registration(name)
+        entry: dict[str, Any] = {
+            "name": name,
+            "distribution": registration.source.distribution,
+            "models": [],
+            "error": None,
+        }
+        try:
+            provider = registrar.get(name)(config.provider(name))
+            built.append(provider)
+            entry["models"] = [_model_entry(info) for info in provider.catalogue()]
+        except Exception as exc:  # one broken provider must not hide the others
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        entries.append(entry)
+    if built:
+        asyncio.run(_close(built))
+    return {"providers": entries, "aliases": dict(config.aliases)}
+
+
+async def _close(providers: list[Provider]) -> None:
+    for provider in providers:
+        try:
+            await provider.aclose()
+        except Exception:  # closing is best effort; listing already succeeded
+            continue
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def format_catalogue(report: dict[str, Any]) -> str:
+    """The human-readable form of :func:`catalogue_report`."""
+    if not report["providers"]:
+        return (
+            "No providers are installed. Install one, e.g. `pip install tether-anthropic` "
+            "(or tether-openai, tether-google)."
+        )
+    lines: list[str] = []
+    for provider in report["providers"]:
+        if lines:
+            lines.append("")
+        lines.append(f"{provider['name']} (from {provider['distribution']})")
+        if provider["error"]:
+            lines.append(f"  cannot list models: {provider['error']}")
+            continue
+        if not provider["models"]:
+            lines.append("  (no catalogue; any model id the provider accepts can be used)")
+            continue
+        rows = [["MODEL", "CONTEXT", "MAX OUTPUT", "$/M IN", "$/M OUT", "CAPABILITIES"]]
+        for model in provider["models"]:
+            pricing = model["pricing"] or {}
+            label = f"{provider['name']}/{model['id']}"
+            if model["aliases"]:
+                label += f" ({', '.join(model['aliases'])})"
+            rows.append(
+                [
+                    label,
+                    f"{model['context_window']:,}",
+                    f"{model['max_output_tokens']:,}",
+                    _money(pricing.get("input")),
+                    _money(pricing.get("output")),
+                    ", ".join(text for key, text in _CAPABILITY_LABELS if model["capabilities"][key]) or "-",
+                ]
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            cells = [
+                cell.rjust(width) if 0 < i < 5 else cell.ljust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ]
+            lines.append(("  " + "  ".join(cells)).rstrip())
+    if report["aliases"]:
+        lines += ["", "Aliases from the configuration"]
+        lines += [f"  {alias} -> {target}" for alias, target in sorted(report["aliases"].items())]
+    return "\n".join(lines)
+
+
+@click.command("models")
+@click.argument("providers", nargs=-1, metavar="[PROVIDER]...")
+@click.option("--json", "json_mode", is_flag=True, help="Print the catalogues as one JSON object.")
+@pass_state
+def models(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
+    """List the models of every installed provider (or of the PROVIDERs named).
+
+    Shows each model's context window, maximum output tokens, price in dollars per
+    million tokens and capabilities. Use a model as "provider/model" with -m.
+    """
+    report = catalogue_report(state, providers)
+    click.echo(json.dumps(report, indent=2) if json_mode else format_catalogue(report))

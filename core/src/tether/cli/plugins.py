@@ -1,0 +1,129 @@
+"""``tether plugins``: what loaded, from which distribution, what it registered, what failed."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from . import CliState, pass_state, quiet_plugin_warnings
+
+if TYPE_CHECKING:
+    from ..plugins import PluginManager
+    from ..registry import Registration
+
+__all__ = ["plugin_report", "plugins"]
+
+
+def _details(kind: str, registration: Registration[Any]) -> str:
+    component = registration.component
+    if kind == "tool":
+        return ", ".join(tool.name for tool in component)
+    if kind == "provider":
+        prefixes = registration.options.get("prefixes") or ()
+        parts = [f"prefixes: {', '.join(prefixes)}"] if prefixes else []
+        if registration.options.get("description"):
+            parts.append(str(registration.options["description"]))
+        return "; ".join(parts)
+    return ""
+
+
+def plugin_report(manager: PluginManager) -> dict[str, Any]:
+    """Everything ``tether plugins`` shows, as plain data (the ``--json`` output).
+
+    Fills every registry first, so errors raised by ``register_*`` hooks are included.
+    """
+    registrars = manager.all_registrars()
+    components: dict[str, list[dict[str, str]]] = {}
+    conflicts = []
+    for registrar in registrars:
+        entries = [
+            {
+                "name": reg.name,
+                "distribution": reg.source.distribution,
+                "plugin": reg.source.plugin,
+                "details": _details(registrar.kind, reg),
+            }
+            for reg in sorted(registrar, key=lambda r: r.name)
+        ]
+        if entries:
+            components[registrar.kind] = entries
+        conflicts.extend(
+            {
+                "kind": conflict.kind,
+                "name": conflict.name,
+                "distributions": list(conflict.distributions),
+                "message": str(conflict),
+            }
+            for conflict in registrar.conflicts
+        )
+    return {
+        "plugins": [
+            {
+                "name": info.name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "module": info.module,
+                "hooks": list(info.hooks),
+                "error": info.error,
+            }
+            for info in manager.plugins
+        ],
+        "components": components,
+        "conflicts": conflicts,
+        "errors": [
+            {"plugin": error.plugin, "distribution": error.distribution, "message": str(error)}
+            for error in manager.errors
+        ],
+    }
+
+
+def _plural(kind: str) -> str:
+    return kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The human-readable form of :func:`plugin_report`."""
+    lines = ["Plugins"]
+    rows = [["NAME", "DISTRIBUTION", "VERSION", "HOOKS"]]
+    for info in report["plugins"]:
+        hooks = ", ".join(h.removeprefix("register_") for h in info["hooks"]) or "-"
+        rows.append([info["name"], info["distribution"], info["version"] or "-", hooks])
+    lines += _table(rows)
+    for kind, entries in report["components"].items():
+        lines += ["", _plural(kind).capitalize()]
+        lines += _table([[e["name"], f"from {e['distribution']}", e["details"]] for e in entries])
+    if report["conflicts"]:
+        lines += ["", f"Conflicts ({len(report['conflicts'])})"]
+        lines += [f"  {c['message']}" for c in report["conflicts"]]
+    if report["errors"]:
+        lines += ["", f"Load errors ({len(report['errors'])})"]
+        lines += [f"  {e['message']}" for e in report["errors"]]
+    return "\n".join(lines)
+
+
+@click.command("plugins")
+@click.option("--json", "json_mode", is_flag=True, help="Print the report as one JSON object.")
+@pass_state
+def plugins(state: CliState, json_mode: bool) -> None:
+    """List plugins: distributions, versions, hooks, what each registered, and failures.
+
+    A plugin that failed to import or whose hook raised is listed with its error; the
+    others are unaffected. Two plugins registering the same name are listed as a conflict
+    naming both distributions.
+    """
+    quiet_plugin_warnings()  # the report lists load errors itself
+    report = plugin_report(state.plugin_manager())
+    if json_mode:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(format_report(report))

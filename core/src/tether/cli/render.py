@@ -1,0 +1,391 @@
+"""Showing a run's events: rich on a terminal, plain text in a pipe, JSON for programs.
+
+Three renderers share one small interface (:class:`Renderer`):
+
+- :class:`RichRenderer` (stdout is a terminal): the answer streams as it arrives,
+  reasoning is dimmed, each tool call is shown with its name and a summary of its
+  arguments, and its end with a check mark or, in red, the error; retries and
+  compactions are noted; a dim line with turns, tool calls, tokens, cost and time ends
+  the run. Errors go to stderr in red.
+- :class:`PlainRenderer` (stdout is not a terminal): only the answer goes to stdout,
+  unchanged, so ``tether run ... > answer.txt`` captures exactly it. Tool activity,
+  retries and the usage line go to stderr as ``[tool] ...`` style lines.
+- :class:`JsonRenderer` (``--json``): one JSON object per event per line on stdout, as
+  built by :func:`event_to_dict`, flushed as it happens.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from ..events import (
+    Compaction,
+    Done,
+    Retry,
+    RunEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolEnd,
+    ToolStart,
+    TurnEnd,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..messages import ToolResultBlock
+    from ..result import RunResult
+
+__all__ = [
+    "JsonRenderer",
+    "PlainRenderer",
+    "Renderer",
+    "RichRenderer",
+    "event_to_dict",
+    "make_renderer",
+    "summarize_arguments",
+    "usage_line",
+]
+
+
+class Renderer(Protocol):
+    """Receives every event of a run, in order, plus the command's own messages."""
+
+    def event(self, event: RunEvent) -> None:
+        """Show one event as it happens."""
+        ...
+
+    def notice(self, message: str) -> None:
+        """Show an informational line (e.g. "resumed session x")."""
+        ...
+
+    def error(self, message: str) -> None:
+        """Show an error (the command decides the exit status)."""
+        ...
+
+    def finish_line(self) -> None:
+        """End a partly written line of streamed text, if any."""
+        ...
+
+
+def make_renderer(
+    *, json_mode: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> Renderer:
+    """The renderer for this output: JSON if asked, rich on a terminal, plain otherwise."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    if json_mode:
+        return JsonRenderer(out, err)
+    if _isatty(out):
+        from rich.console import Console
+
+        return RichRenderer(Console(file=out, highlight=False), Console(file=err, stderr=True, highlight=False))
+    return PlainRenderer(out, err)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# -- shared formatting --------------------------------------------------------------------
+def summarize_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
+    """``city="Lisbon", days=2``: every argument as JSON, long values and the whole
+    summary shortened with an ellipsis so a tool line stays on one line."""
+    parts = []
+    for key, value in arguments.items():
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        if len(text) > 40:
+            text = text[:39] + "…"
+        parts.append(f"{key}={text}")
+    summary = ", ".join(parts)
+    return summary if len(summary) <= limit else summary[: limit - 1] + "…"
+
+
+def _result_text(result: ToolResultBlock) -> str:
+    content = result.content
+    if isinstance(content, str):
+        return content
+    pieces = []
+    for block in content:
+        text = getattr(block, "text", None)
+        pieces.append(text if isinstance(text, str) else f"[{block.type}]")
+    return " ".join(pieces)
+
+
+def _first_line(text: str, limit: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def usage_line(result: RunResult, model: str | None) -> str:
+    """One line summing up a run: model, turns, tool calls, tokens, cost, time."""
+    parts = [model] if model else []
+    parts.append(_count(result.turns, "turn"))
+    if result.tool_calls:
+        calls = _count(result.tool_calls, "tool call")
+        parts.append(f"{calls} ({result.tool_errors} failed)" if result.tool_errors else calls)
+    if result.retries:
+        parts.append(_count(result.retries, "retry", "retries"))
+    usage = result.usage
+    parts.append(f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens")
+    if result.cost is not None:
+        parts.append(f"${result.cost:.4f}")
+    parts.append(f"{result.duration:.1f}s")
+    return " · ".join(parts)
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+# -- JSON -------------------------------------------------------------------------------
+def event_to_dict(event: RunEvent) -> dict[str, Any]:
+    """The ``--json`` form of an event: a flat object whose ``type`` names the event
+    (``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_end``, ``compaction``,
+    ``retry``, ``turn_end``, ``done``). Errors are given as their message and class name.
+    """
+    if isinstance(event, TextDelta):
+        return {"type": "text_delta", "text": event.text}
+    if isinstance(event, ThinkingDelta):
+        return {"type": "thinking_delta", "text": event.text, "signature": event.signature}
+    if isinstance(event, ToolStart):
+        return {"type": "tool_start", "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
+    if isinstance(event, ToolEnd):
+        content = event.result.content
+        return {
+            "type": "tool_end",
+            "call_id": event.call_id,
+            "name": event.name,
+            "is_error": event.is_error,
+            "duration": event.duration,
+            "content": content if isinstance(content, str) else [b.model_dump(mode="json") for b in content],
+        }
+    if isinstance(event, Compaction):
+        return {
+            "type": "compaction",
+            "strategy": event.strategy,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+            "messages_before": event.messages_before,
+            "messages_after": event.messages_after,
+        }
+    if isinstance(event, Retry):
+        return {
+            "type": "retry",
+            "attempt": event.attempt,
+            "delay": event.delay,
+            "error": str(event.error),
+            "error_type": type(event.error).__name__,
+        }
+    if isinstance(event, TurnEnd):
+        return {
+            "type": "turn_end",
+            "model": event.model,
+            "stop_reason": event.stop_reason.value,
+            "usage": event.usage.model_dump(mode="json"),
+            "latency": event.latency,
+            "cost": event.cost,
+        }
+    if isinstance(event, Done):
+        result = event.result
+        return {
+            "type": "done",
+            "outcome": result.outcome.value,
+            "output": result.output,
+            "session_id": result.session_id,
+            "usage": result.usage.model_dump(mode="json"),
+            "cost": result.cost,
+            "turns": result.turns,
+            "tool_calls": result.tool_calls,
+            "tool_errors": result.tool_errors,
+            "retries": result.retries,
+            "stop_reason": result.stop_reason.value if result.stop_reason is not None else None,
+            "duration": result.duration,
+            "error": str(result.error) if result.error is not None else None,
+            "error_type": type(result.error).__name__ if result.error is not None else None,
+        }
+    raise TypeError(f"Not a run event: {event!r}")
+
+
+class JsonRenderer:
+    """One JSON object per line on ``out`` for every event; notices and errors are
+    objects of type ``notice`` and ``error`` (errors are also written to ``err``)."""
+
+    def __init__(self, out: TextIO, err: TextIO | None = None) -> None:
+        self.out = out
+        self.err = err
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+    def event(self, event: RunEvent) -> None:
+        self._write(event_to_dict(event))
+
+    def notice(self, message: str) -> None:
+        self._write({"type": "notice", "message": message})
+
+    def error(self, message: str) -> None:
+        self._write({"type": "error", "message": message})
+        if self.err is not None:
+            self.err.write(f"Error: {message}\n")
+            self.err.flush()
+
+    def finish_line(self) -> None:
+        return None
+
+
+# -- plain text -----------------------------------------------------------------------------
+class PlainRenderer:
+    """The answer on ``out``, verbatim; everything else as tagged lines on ``err``."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self._open_line = False
+        self._model: str | None = None
+
+    def _line(self, text: str) -> None:
+        self.finish_line()
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def event(self, event: RunEvent) -> None:
+        if isinstance(event, TextDelta):
+            if event.text:
+                self.out.write(event.text)
+                self.out.flush()
+                self._open_line = not event.text.endswith("\n")
+        elif isinstance(event, ToolStart):
+            self._line(f"[tool] {event.name}({summarize_arguments(event.arguments)})")
+        elif isinstance(event, ToolEnd):
+            text = _first_line(_result_text(event.result))
+            if event.is_error:
+                self._line(f"[tool] {event.name} failed: {text}")
+            else:
+                self._line(f"[tool] {event.name} done in {event.duration:.2f}s: {text}")
+        elif isinstance(event, Retry):
+            self._line(
+                f"[retry] attempt {event.attempt + 1} in {event.delay:.1f}s after: {event.error} "
+                "(text streamed by the failed attempt is discarded)"
+            )
+        elif isinstance(event, Compaction):
+            self._line(
+                f"[compaction] {event.strategy}: {event.tokens_before:,} -> {event.tokens_after:,} tokens"
+            )
+        elif isinstance(event, TurnEnd):
+            self._model = event.model
+        elif isinstance(event, Done):
+            self._line(f"[usage] {usage_line(event.result, self._model)}")
+
+    def notice(self, message: str) -> None:
+        self._line(message)
+
+    def error(self, message: str) -> None:
+        self._line(f"Error: {message}")
+
+    def finish_line(self) -> None:
+        if self._open_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._open_line = False
+
+
+# -- rich ------------------------------------------------------------------------------------
+class RichRenderer:
+    """Colourful, streaming output for a terminal (see the module docstring)."""
+
+    def __init__(self, console: Console, error_console: Console) -> None:
+        self.console = console
+        self.error_console = error_console
+        self._open_line = False
+        self._in_thinking = False
+        self._streamed_text = False
+        self._model: str | None = None
+
+    def _stream(self, text: str, style: str | None = None) -> None:
+        if text:
+            self.console.out(text, end="", style=style, highlight=False)
+            self._open_line = not text.endswith("\n")
+
+    def _line(self, text: Any) -> None:
+        self.finish_line()
+        self.console.print(text, highlight=False)
+
+    def event(self, event: RunEvent) -> None:
+        from rich.text import Text
+
+        if isinstance(event, TextDelta):
+            if self._in_thinking:
+                self.finish_line()
+                self._in_thinking = False
+            self._stream(event.text)
+            self._streamed_text = self._streamed_text or bool(event.text)
+        elif isinstance(event, ThinkingDelta):
+            self._in_thinking = True
+            self._stream(event.text, style="dim italic")
+        elif isinstance(event, ToolStart):
+            self._in_thinking = False
+            self._line(
+                Text.assemble(
+                    ("⏺ ", "cyan"),
+                    (event.name, "bold cyan"),
+                    (f"({summarize_arguments(event.arguments)})", "cyan"),
+                )
+            )
+        elif isinstance(event, ToolEnd):
+            text = _first_line(_result_text(event.result))
+            if event.is_error:
+                self._line(Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red")))
+            else:
+                self._line(
+                    Text.assemble(
+                        ("  ✓ ", "green"),
+                        (event.name, "green"),
+                        (f" {event.duration:.2f}s ", "dim"),
+                        (text, "dim"),
+                    )
+                )
+        elif isinstance(event, Retry):
+            discarded = " (the partial answer above is discarded)" if self._streamed_text else ""
+            self._line(
+                Text(
+                    f"↻ retrying in {event.delay:.1f}s (attempt {event.attempt + 1}): {event.error}{discarded}",
+                    style="yellow",
+                )
+            )
+            self._streamed_text = False
+        elif isinstance(event, Compaction):
+            self._line(
+                Text(
+                    f"⋯ history compacted ({event.strategy}): "
+                    f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
+                    style="dim",
+                )
+            )
+        elif isinstance(event, TurnEnd):
+            self._model = event.model
+            self._streamed_text = False
+        elif isinstance(event, Done):
+            self._line(Text(usage_line(event.result, self._model), style="dim"))
+
+    def notice(self, message: str) -> None:
+        from rich.text import Text
+
+        self._line(Text(message, style="dim"))
+
+    def error(self, message: str) -> None:
+        from rich.text import Text
+
+        self.finish_line()
+        self.error_console.print(Text(f"Error: {message}", style="bold red"), highlight=False)
+
+    def finish_line(self) -> None:
+        if self._open_line:
+            self.console.out("")
+            self._open_line = False

@@ -1,0 +1,257 @@
+"""``tether run PROMPT``: one run of an agent, streamed to the terminal.
+
+Also home of what ``tether chat`` shares with it: building the agent from options and
+configuration (:func:`build_agent`), checking credentials before the first request
+(:func:`check_provider`) and streaming one run with Ctrl-C wired to a
+:class:`~tether.CancelToken` (:func:`stream_run`).
+
+Exit status: 0 when the model finished its answer; 1 for an error, a run limit, a
+refusal or an answer cut off at the output-token limit; 130 when cancelled with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from . import CliState, pass_state
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..errors import TetherError
+    from ..result import RunResult
+    from ..sessions import Session
+    from .render import Renderer
+
+__all__ = ["build_agent", "check_provider", "exit_status", "run", "stream_run"]
+
+EXIT_CANCELLED = 130
+
+
+def model_options(fn: Any) -> Any:
+    """The options ``run`` and ``chat`` share."""
+    fn = click.option(
+        "--max-turns",
+        type=click.IntRange(min=1),
+        help="Most model calls in one run (overrides limits.max_turns).",
+    )(fn)
+    fn = click.option(
+        "--tools",
+        "tools",
+        multiple=True,
+        metavar="NAMES",
+        help='Comma-separated tools or toolsets to enable, e.g. "fs,shell" (overrides `tools` '
+        'in tether.toml; --tools "" enables none).',
+    )(fn)
+    fn = click.option("--system", help="System prompt (overrides `system` in tether.toml).")(fn)
+    fn = click.option(
+        "-m",
+        "--model",
+        help='Model as "provider/model", a bare model name or an alias (default: `model` in '
+        "tether.toml or $TETHER_MODEL).",
+    )(fn)
+    return fn
+
+
+def parse_tool_names(values: Sequence[str]) -> list[str] | None:
+    """``("fs,shell", "web")`` -> ``["fs", "shell", "web"]``; no option -> ``None`` (use config)."""
+    if not values:
+        return None
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def build_agent(
+    state: CliState,
+    *,
+    model: str | None,
+    system: str | None,
+    tools: list[str] | None,
+    max_turns: int | None,
+    session: Session | None = None,
+) -> Agent:
+    """An :class:`~tether.Agent` from command-line options over the configuration.
+
+    Raises :class:`~tether.errors.ConfigError` when no model is given anywhere, listing
+    the installed providers.
+    """
+    from ..agent import Agent
+    from ..errors import ConfigError
+
+    config = state.config()
+    chosen = model or config.model
+    if not chosen:
+        installed = state.plugin_manager().providers.names()
+        listing = (
+            f"Installed providers: {', '.join(installed)}."
+            if installed
+            else "No provider is installed yet: install one, e.g. `pip install tether-anthropic`."
+        )
+        raise ConfigError(
+            "No model given. Pass -m provider/model (e.g. -m anthropic/claude-sonnet-4-5), "
+            f"or set `model` in tether.toml or the TETHER_MODEL environment variable. {listing}"
+        )
+    limits = config.limits if max_turns is None else config.limits.model_copy(update={"max_turns": max_turns})
+    return Agent(
+        chosen,
+        system=system,
+        tools=tools,
+        session=session,
+        limits=limits,
+        config=config,
+        plugins=state.plugin_objects(),
+    )
+
+
+async def check_provider(agent: Agent) -> None:
+    """Resolve the model to its provider and check its credentials, so a missing key is
+    reported (naming the variable to set) before any request is sent."""
+    await agent.provider().validate_auth()
+
+
+async def stream_run(
+    agent: Agent, prompt: str, renderer: Renderer, *, session: Session | None = None
+) -> RunResult | None:
+    """Run ``prompt``, showing every event; returns the result, or ``None`` if the run
+    was interrupted by a second Ctrl-C.
+
+    The first Ctrl-C cancels the run through a :class:`~tether.CancelToken`: the runner
+    stops streaming, answers unfinished tool calls as interrupted (so the session stays
+    consistent) and ends with outcome ``cancelled``. A second Ctrl-C falls back to
+    asyncio's own handling (cancel the task, then ``KeyboardInterrupt``).
+    """
+    from ..cancel import CancelToken
+    from ..events import Done
+
+    token = CancelToken()
+    restore = _cancel_on_sigint(token)
+    result: RunResult | None = None
+    try:
+        async for event in agent.stream(prompt, session=session, cancel=token):
+            renderer.event(event)
+            if isinstance(event, Done):
+                result = event.result
+    finally:
+        restore()
+        renderer.finish_line()
+    return result
+
+
+def _cancel_on_sigint(token: Any) -> Any:
+    """Route the next SIGINT to ``token.cancel``; returns a function undoing it."""
+    loop = asyncio.get_running_loop()
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+    except ValueError:  # not the main thread
+        return lambda: None
+    done = False
+
+    def restore() -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
+
+    def on_sigint() -> None:
+        token.cancel("interrupted with Ctrl-C")
+        restore()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+        return lambda: None
+    return restore
+
+
+def exit_status(result: RunResult | None, renderer: Renderer) -> int:
+    """Report how the run ended (unless it completed) and return the exit status."""
+    from ..result import Outcome
+
+    if result is None or result.outcome is Outcome.CANCELLED:
+        renderer.notice("Cancelled.")
+        return EXIT_CANCELLED
+    if result.outcome is Outcome.COMPLETED:
+        return 0
+    if result.outcome is Outcome.MAX_TOKENS:
+        renderer.error(
+            "The answer was cut off at the model's output-token limit. "
+            "Raise max_output_tokens in tether.toml, or ask for a shorter answer."
+        )
+    elif result.error is not None:
+        renderer.error(str(result.error))
+    else:
+        renderer.error(f"The run ended with outcome {result.outcome.value!r}.")
+    return 1
+
+
+def report_error(state: CliState, renderer: Renderer, exc: TetherError) -> None:
+    """Show an expected error (with its traceback under ``--debug``)."""
+    if state.debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    renderer.error(str(exc))
+
+
+def read_prompt(prompt: str | None) -> str:
+    """The prompt argument, or standard input for ``-`` or when input is piped."""
+    if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
+        prompt = sys.stdin.read()
+    if prompt is None or not prompt.strip():
+        raise click.UsageError('Give a prompt: tether run "What changed in CHANGELOG.md?" (or pipe one on stdin).')
+    return prompt
+
+
+@click.command("run")
+@click.argument("prompt", required=False)
+@model_options
+@click.option("--json", "json_mode", is_flag=True, help="Print one JSON object per event instead of text.")
+@pass_state
+def run(
+    state: CliState,
+    prompt: str | None,
+    model: str | None,
+    system: str | None,
+    tools: tuple[str, ...],
+    max_turns: int | None,
+    json_mode: bool,
+) -> None:
+    """Run an agent on PROMPT and stream what it does.
+
+    The answer streams as it arrives, with each tool call and its result; a line with
+    tokens, cost and time ends the run. When stdout is not a terminal only the answer
+    goes to stdout (activity goes to stderr). PROMPT "-" reads standard input.
+
+    \b
+    Exit status: 0 done; 1 error, limit, refusal or cut-off answer; 130 cancelled (Ctrl-C).
+    """
+    from ..errors import TetherError
+    from .render import make_renderer
+
+    text = read_prompt(prompt)
+    renderer = make_renderer(json_mode=json_mode)
+    agent = build_agent(state, model=model, system=system, tools=parse_tool_names(tools), max_turns=max_turns)
+
+    async def main() -> int:
+        try:
+            await check_provider(agent)
+            result = await stream_run(agent, text, renderer)
+        except TetherError as exc:
+            report_error(state, renderer, exc)
+            return 1
+        finally:
+            await agent.aclose()
+        return exit_status(result, renderer)
+
+    try:
+        status = asyncio.run(main())
+    except KeyboardInterrupt:
+        renderer.finish_line()
+        renderer.notice("Cancelled.")
+        status = EXIT_CANCELLED
+    click.get_current_context().exit(status)
