@@ -20,8 +20,8 @@ same order, by the ``tool_result`` blocks of the ``tool`` message right after it
 from __future__ import annotations
 
 import base64
+import os
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
@@ -51,8 +51,8 @@ Role: TypeAlias = Literal["user", "assistant", "tool", "system"]
 
 
 def new_id() -> str:
-    """A fresh, opaque identifier for a message."""
-    return uuid.uuid4().hex
+    """A fresh, opaque identifier for a message (128 random bits, hex)."""
+    return os.urandom(16).hex()
 
 
 class StopReason(StrEnum):

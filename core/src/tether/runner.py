@@ -263,23 +263,26 @@ class Run:
             attempt += 1
             request = self._request()
             try:
+                response: ModelResponse | None = None
                 self._arm()
                 async for event in self.s.provider.stream(request):
                     if type(event) is ModelResponse:
-                        self._armed = False
-                        self._latency = time.perf_counter() - started
-                        yield event
-                        return
+                        response = event
+                        continue  # drain the stream so the generator closes here, not in a finalizer
                     self._armed = False
                     yield event
                     self._arm()
                     if self._deadline is not None:
                         self._check_deadline()
                 self._armed = False
-                raise ProviderError(
-                    f"The {self.s.provider.name} provider ended its stream without a response.",
-                    provider=self.s.provider.name,
-                )
+                if response is None:
+                    raise ProviderError(
+                        f"The {self.s.provider.name} provider ended its stream without a response.",
+                        provider=self.s.provider.name,
+                    )
+                self._latency = time.perf_counter() - started
+                yield response
+                return
             except ContextOverflowError:
                 self._armed = False
                 if overflow_compacted:
