@@ -1,0 +1,261 @@
+"""``tether kb``: build and query the knowledge base from the command line.
+
+::
+
+    tether kb add docs/ README.md        # index files (directories recursively)
+    tether kb search "how are retries capped?"
+    tether kb list
+    tether kb rm docs/old.md
+
+Documents are identified by their path relative to the current directory, so
+``kb add`` run again from the same place updates them in place: unchanged files are
+skipped, changed ones re-chunked. The backend and embedder come from ``[memory]`` in the
+configuration; ``--backend`` and ``--embedder`` override them for one command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from . import CliState, fail, pass_state
+
+if TYPE_CHECKING:
+    from ..knowledge.knowledge_base import KnowledgeBase
+
+__all__ = ["kb"]
+
+#: Directories never descended into when indexing a directory.
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
+#: Files larger than this are skipped (not documentation, usually data).
+MAX_FILE_BYTES = 5_000_000
+
+
+def _open(state: CliState, backend: str | None, embedder: str | None) -> KnowledgeBase:
+    from ..knowledge.knowledge_base import KnowledgeBase
+
+    return KnowledgeBase.open(
+        state.config(), plugins=state.plugin_manager(), backend=backend, embedder=embedder
+    )
+
+
+_backend_option = click.option(
+    "--backend", metavar="NAME", help="Knowledge-base backend (default: [memory] backend)."
+)
+_embedder_option = click.option(
+    "--embedder", metavar="NAME", help="Embedder (default: [memory] embedder)."
+)
+
+
+@click.group()
+def kb() -> None:
+    """Index documents and search them (the knowledge base behind kb_search)."""
+
+
+def _files(paths: Sequence[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+                for name in sorted(names):
+                    if not name.startswith("."):
+                        yield Path(root) / name
+        elif path.is_file():
+            yield path
+        else:
+            fail(f"{path} does not exist. Give files or directories to index.")
+
+
+def _doc_id(path: Path) -> str:
+    """The path relative to the current directory (absolute if outside it), with '/'."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def _read_text(path: Path) -> str | None:
+    """The file's text, or ``None`` for binary, undecodable or oversized files."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\x00" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+@kb.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Re-index files even if they are unchanged.")
+@_backend_option
+@_embedder_option
+@pass_state
+def add(
+    state: CliState, paths: tuple[Path, ...], force: bool, backend: str | None, embedder: str | None
+) -> None:
+    """Index files and directories (recursively; hidden and binary files are skipped)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..knowledge.knowledge_base import AddOutcome
+
+    files = list(_files(paths))
+    knowledge = _open(state, backend, embedder)
+    counts = {outcome: 0 for outcome in AddOutcome}
+    skipped: list[str] = []
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]Indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+        disable=len(files) < 2,
+    )
+
+    async def index() -> None:
+        with progress:
+            task = progress.add_task("", total=len(files))
+            for path in files:
+                progress.update(task, description=path.name)
+                text = _read_text(path)
+                if text is None:
+                    skipped.append(str(path))
+                else:
+                    counts[await knowledge.add(_doc_id(path), text, force=force)] += 1
+                progress.advance(task)
+
+    try:
+        asyncio.run(index())
+    finally:
+        knowledge.close()
+    summary = ", ".join(f"{n} {outcome.value}" for outcome, n in counts.items())
+    click.echo(f"Indexed {len(files) - len(skipped)} files: {summary}.")
+    if skipped:
+        click.echo(f"Skipped {len(skipped)} binary or unreadable files.")
+    if knowledge.keyword_only:
+        click.echo("Keyword-only index: no embedder is configured ([memory] embedder).")
+
+
+@kb.command()
+@click.argument("query")
+@click.option("-k", "count", default=5, show_default=True, type=click.IntRange(1, 100), help="Passages to show.")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "keyword", "vector"]),
+    default="hybrid",
+    show_default=True,
+    help="Rank by both signals, or by one.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print passages as JSON lines.")
+@_backend_option
+@_embedder_option
+@pass_state
+def search(
+    state: CliState,
+    query: str,
+    count: int,
+    mode: Any,
+    as_json: bool,
+    backend: str | None,
+    embedder: str | None,
+) -> None:
+    """Show the passages that best match QUERY, with their line references."""
+    knowledge = _open(state, backend, embedder)
+    try:
+        passages = asyncio.run(knowledge.search(query, k=count, mode=mode))
+    finally:
+        knowledge.close()
+    if as_json:
+        for p in passages:
+            click.echo(
+                json.dumps(
+                    {
+                        "doc": p.doc_id,
+                        "start_line": p.start_line,
+                        "end_line": p.end_line,
+                        "score": p.score,
+                        "keyword_rank": p.keyword_rank,
+                        "vector_rank": p.vector_rank,
+                        "keyword_only": p.keyword_only,
+                        "text": p.text,
+                    },
+                    ensure_ascii=False,
+                )
+            )
+        return
+    if knowledge.keyword_only:
+        click.echo("(keyword search only: no embedder is configured)")
+    if not passages:
+        click.echo("No passages found.")
+    for number, p in enumerate(passages, start=1):
+        click.secho(f"[{number}] {p.reference}  score {p.score:.4f}", bold=True)
+        click.echo(p.text)
+        click.echo()
+
+
+@kb.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print documents as JSON lines.")
+@_backend_option
+@pass_state
+def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
+    """List indexed documents with their chunk counts."""
+    from ..knowledge.knowledge_base import KnowledgeBase
+
+    knowledge = KnowledgeBase.open(state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None)
+    try:
+        documents = knowledge.documents()
+    finally:
+        knowledge.close()
+    for doc in documents:
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {"doc": doc.doc_id, "chunks": doc.chunks, "embedder": doc.embedder, "hash": doc.content_hash}
+                )
+            )
+        else:
+            vectors = doc.embedder or "keywords only"
+            click.echo(f"{doc.doc_id}\t{doc.chunks} chunks\t{vectors}")
+    if not as_json:
+        click.echo(f"{len(documents)} documents.")
+
+
+@kb.command()
+@click.argument("docs", nargs=-1, required=True)
+@_backend_option
+@pass_state
+def rm(state: CliState, docs: tuple[str, ...], backend: str | None) -> None:
+    """Remove documents (by id as `kb list` shows it, or by path) from the index."""
+    from ..knowledge.knowledge_base import KnowledgeBase
+
+    knowledge = KnowledgeBase.open(state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None)
+    missing = []
+    try:
+        for doc in docs:
+            removed = asyncio.run(knowledge.remove(doc))
+            if not removed and Path(doc).exists():
+                removed = asyncio.run(knowledge.remove(_doc_id(Path(doc))))
+            if removed:
+                click.echo(f"Removed {doc}.")
+            else:
+                missing.append(doc)
+    finally:
+        knowledge.close()
+    if missing:
+        fail(f"Not in the knowledge base: {', '.join(missing)}. See `tether kb list`.")

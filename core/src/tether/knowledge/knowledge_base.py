@@ -1,0 +1,305 @@
+"""The knowledge base: chunker, embedder and backend behind one small API.
+
+::
+
+    kb = KnowledgeBase(MemoryBackend(), embedder)          # or KnowledgeBase.open()
+    await kb.add("notes/design.md", text)                  # chunks, embeds, stores
+    passages = await kb.search("how are retries capped?", k=5)
+    for p in passages:
+        print(p.reference, p.score)                        # notes/design.md:40-62 0.031
+
+Re-adding a document whose text (and chunking) is unchanged does nothing; a changed
+document has its chunks replaced. Without an embedder the knowledge base still works,
+by keywords only: it logs that once and marks every passage ``keyword_only``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import hashlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ConfigError, MemoryBackendError
+from .backend import DocumentInfo, KnowledgeBackend
+from .chunking import Chunk, Chunker
+from .embedders import Embedder, load_embedder
+from .fusion import Passage, fuse
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..plugins import PluginManager
+    from ..tools import Tool
+
+__all__ = ["AddOutcome", "KnowledgeBase", "SearchMode"]
+
+log = logging.getLogger("tether.knowledge")
+
+SearchMode = Literal["hybrid", "keyword", "vector"]
+
+#: ``[memory] settings`` keys consumed by the knowledge base itself; the rest go to the
+#: backend factory (``embedder`` holds the embedder factory's settings).
+KB_SETTINGS = (
+    "chunk_max_chars",
+    "chunk_max_lines",
+    "chunk_overlap_lines",
+    "rrf_k",
+    "keyword_weight",
+    "vector_weight",
+    "min_score",
+    "depth",
+)
+
+
+class AddOutcome(enum.Enum):
+    """What :meth:`KnowledgeBase.add` did."""
+
+    ADDED = "added"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+class KnowledgeBase:
+    """Hybrid keyword + vector retrieval over documents.
+
+    :param backend: where chunks live (see :mod:`tether.knowledge.backend`).
+    :param embedder: text → vectors; ``None`` searches by keywords only.
+    :param chunker: how documents are split (default: 1500 characters, 60 lines,
+        3 lines of overlap).
+    :param rrf_k: reciprocal rank fusion constant.
+    :param keyword_weight: weight of the keyword ranking in the fusion.
+    :param vector_weight: weight of the vector ranking; higher than the keyword weight
+        by default, favouring meaning over wording.
+    :param min_score: fused scores below this are dropped.
+    :param depth: how many results each ranking contributes, at least; a search for
+        ``k`` passages fuses ``max(depth, 4 k)`` from each.
+    :param batch_size: texts per embedder call.
+    """
+
+    def __init__(
+        self,
+        backend: KnowledgeBackend,
+        embedder: Embedder | None = None,
+        *,
+        chunker: Chunker | None = None,
+        rrf_k: float = 60.0,
+        keyword_weight: float = 0.8,
+        vector_weight: float = 1.0,
+        min_score: float = 0.0,
+        depth: int = 50,
+        batch_size: int = 64,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.chunker = chunker or Chunker()
+        self.rrf_k = rrf_k
+        self.keyword_weight = keyword_weight
+        self.vector_weight = vector_weight
+        self.min_score = min_score
+        self.depth = depth
+        self.batch_size = batch_size
+        self._checked = False
+        if embedder is None:
+            log.info("Knowledge base has no embedder: searching by keywords only.")
+
+    # -- construction from configuration ------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        config: Config | None = None,
+        *,
+        plugins: PluginManager | None = None,
+        backend: str | None = None,
+        embedder: str | None = None,
+        **settings: Any,
+    ) -> KnowledgeBase:
+        """The knowledge base described by ``[memory]`` in the configuration.
+
+        ``backend``/``embedder`` override the configured names; ``settings`` override
+        ``[memory] settings``. Backend factories receive the remaining settings plus
+        ``data_dir`` (where tether keeps its data).
+        """
+        from ..config import data_dir, load_config
+        from ..plugins import PluginManager
+
+        config = config if config is not None else load_config()
+        plugins = plugins if plugins is not None else PluginManager()
+        merged: dict[str, Any] = {**config.memory.settings, **settings}
+        embedder_settings = merged.pop("embedder", None) or {}
+        options = {key: merged.pop(key) for key in KB_SETTINGS if key in merged}
+        backend_name = backend or config.memory.backend
+        registry = plugins.memory_backends
+        if backend_name not in registry:
+            near = registry.near(backend_name)
+            hint = f' Did you mean "{near[0]}"?' if near else ""
+            raise ConfigError(
+                f'No knowledge-base backend named "{backend_name}".{hint} Installed: '
+                f"{', '.join(registry.names()) or 'none'}. Install its plugin (the "
+                f'persistent default is "sqlite", from tether-sqlite) or set [memory] backend.'
+            )
+        merged.setdefault("data_dir", str(Path(data_dir(config)) / "knowledge"))
+        store = registry.get(backend_name)(**merged)
+        model = load_embedder(embedder or config.memory.embedder, plugins, embedder_settings)
+        chunker = Chunker(
+            max_chars=int(options.pop("chunk_max_chars", 1500)),
+            max_lines=int(options.pop("chunk_max_lines", 60)),
+            overlap_lines=int(options.pop("chunk_overlap_lines", 3)),
+        )
+        return cls(store, model, chunker=chunker, **options)
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def keyword_only(self) -> bool:
+        """True when there is no embedder: search ranks by keywords alone."""
+        return self.embedder is None
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every stored document, ordered by id."""
+        return self.backend.list_documents()
+
+    # -- writing ----------------------------------------------------------------------
+    def content_hash(self, text: str) -> str:
+        """Hash of ``text`` and the chunking settings: equal hashes mean equal chunks."""
+        c = self.chunker
+        header = f"{c.max_chars}/{c.max_lines}/{c.overlap_lines}\n".encode()
+        return hashlib.sha256(header + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    async def add(self, doc_id: str, text: str, *, force: bool = False) -> AddOutcome:
+        """Index ``text`` as document ``doc_id``.
+
+        Unchanged text (same hash, same embedder) is skipped unless ``force``; changed
+        text replaces the document's chunks atomically.
+        """
+        if not doc_id:
+            raise ValueError("A document needs a non-empty id (its path or name).")
+        digest = self.content_hash(text)
+        embedder_name = self.embedder.name if self.embedder is not None else None
+        existing = await asyncio.to_thread(self.backend.get_document, doc_id)
+        if (
+            existing is not None
+            and not force
+            and existing.content_hash == digest
+            and (embedder_name is None or existing.embedder == embedder_name)
+        ):
+            return AddOutcome.UNCHANGED
+        chunks = self.chunker.split(doc_id, text)
+        vectors = await self._embed_chunks(chunks) if self.embedder is not None else None
+        info = DocumentInfo(doc_id, digest, len(chunks), embedder_name if vectors is not None else None)
+        await asyncio.to_thread(self.backend.put_document, info, chunks, vectors)
+        return AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
+
+    async def remove(self, doc_id: str) -> bool:
+        """Remove document ``doc_id`` and its chunks; ``False`` if it was not stored."""
+        return await asyncio.to_thread(self.backend.delete_document, doc_id)
+
+    # -- reading ----------------------------------------------------------------------
+    async def search(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        mode: SearchMode = "hybrid",
+        min_score: float | None = None,
+    ) -> list[Passage]:
+        """The ``k`` best passages for ``query``, best first.
+
+        ``mode="keyword"`` or ``"vector"`` ranks by one signal alone (still through the
+        fusion, so scores stay comparable). Without an embedder, ``hybrid`` falls back to
+        keywords and every passage has ``keyword_only=True``; ``vector`` is an error.
+        """
+        if k <= 0 or not query.strip():
+            return []
+        if mode not in ("hybrid", "keyword", "vector"):
+            raise ValueError(f'mode must be "hybrid", "keyword" or "vector", not {mode!r}.')
+        if mode == "vector" and self.embedder is None:
+            raise ConfigError(
+                "Vector search needs an embedder: set [memory] embedder (for example "
+                '"local-minilm" from tether-minilm), or search in keyword mode.'
+            )
+        depth = max(self.depth, 4 * k)
+        keyword: list[Chunk] = []
+        vector: list[Chunk] = []
+        if mode != "vector":
+            keyword = await asyncio.to_thread(self.backend.keyword_search, query, depth)
+        if mode != "keyword" and self.embedder is not None:
+            await self._check_embedder()
+            query_vector = _unit(await self.embedder.embed_query(query))
+            vector = await asyncio.to_thread(self.backend.vector_search, query_vector, depth)
+        return fuse(
+            keyword,
+            vector,
+            k=k,
+            rrf_k=self.rrf_k,
+            keyword_weight=self.keyword_weight,
+            vector_weight=self.vector_weight,
+            min_score=self.min_score if min_score is None else min_score,
+            keyword_only=self.embedder is None,
+        )
+
+    def as_tool(self, *, name: str = "kb_search", default_k: int = 5) -> Tool:
+        """A ``kb_search`` tool bound to this knowledge base (see :mod:`.tool`)."""
+        from .tool import kb_search_tool
+
+        return kb_search_tool(self, name=name, default_k=default_k)
+
+    # -- lifecycle --------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the backend."""
+        self.backend.close()
+
+    async def __aenter__(self) -> KnowledgeBase:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------
+    async def _embed_chunks(self, chunks: Sequence[Chunk]) -> list[list[float]]:
+        assert self.embedder is not None
+        vectors: list[list[float]] = []
+        for start in range(0, len(chunks), self.batch_size):
+            batch = [c.text for c in chunks[start : start + self.batch_size]]
+            embedded = await self.embedder.embed(batch)
+            if len(embedded) != len(batch):
+                raise MemoryBackendError(
+                    f'Embedder "{self.embedder.name}" returned {len(embedded)} vectors for '
+                    f"{len(batch)} texts; it must return one per text."
+                )
+            vectors.extend(_unit(v) for v in embedded)
+        return vectors
+
+    async def _check_embedder(self) -> None:
+        """Once: refuse to compare query vectors with another embedder's vectors."""
+        if self._checked or self.embedder is None:
+            return
+        documents = await asyncio.to_thread(self.backend.list_documents)
+        foreign = sorted({d.embedder for d in documents if d.embedder not in (None, self.embedder.name)}, key=str)
+        if foreign:
+            raise MemoryBackendError(
+                f"This knowledge base was indexed with embedder {', '.join(map(str, foreign))} "
+                f'but "{self.embedder.name}" is configured; vectors of different models '
+                f"cannot be compared. Configure the original embedder, or re-index with "
+                f"`tether kb add --force PATH...`."
+            )
+        missing = sum(1 for d in documents if d.embedder is None)
+        if missing:
+            log.warning(
+                "%d documents were indexed without vectors and are found by keywords only; "
+                "add them again to embed them.",
+                missing,
+            )
+        self._checked = True
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1 (unchanged if it is all zeros)."""
+    import numpy as np
+
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    if not np.isfinite(norm):
+        raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
+    return (array / norm).tolist() if norm > 0 else array.tolist()

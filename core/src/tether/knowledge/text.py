@@ -1,0 +1,89 @@
+"""Keyword tokenization shared by the knowledge-base backends.
+
+One tokenizer for indexing and querying, so a query term matches the indexed term:
+Unicode word characters, lower-cased, English stop words dropped, each word reduced to
+its Snowball stem (``studies``/``studied`` → ``studi``). Stemming matters for recall
+on natural-language queries; the stop-word list keeps very common words out of the
+postings, which keeps keyword queries fast on large indexes.
+
+PyStemmer (the ``kb`` extra) is imported on first use. Words in scripts the stemmer
+does not know pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["ENGLISH_STOP_WORDS", "Tokenizer"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves""".split()
+)
+
+
+class Tokenizer:
+    """Text → keyword terms.
+
+    :param language: a Snowball stemmer language (``"english"``, ``"french"``, ...), or
+        ``None`` to index words unstemmed.
+    :param stop_words: words dropped before stemming; English by default.
+    """
+
+    def __init__(
+        self,
+        language: str | None = "english",
+        stop_words: Iterable[str] | None = None,
+    ) -> None:
+        self.language = language
+        self.stop_words = frozenset(ENGLISH_STOP_WORDS if stop_words is None else stop_words)
+        self._stem: Any = None
+        if language is not None:
+            self._stem = _stemmer(language)
+
+    def __call__(self, text: str) -> list[str]:
+        """The terms of ``text``, in order, with repetitions."""
+        words = [w for w in _WORD.findall(text.lower()) if w not in self.stop_words]
+        if self._stem is None:
+            return words
+        stems: list[str] = self._stem(words)
+        return stems
+
+    @property
+    def signature(self) -> str:
+        """Identifies the tokenization; an index built with another one must be rebuilt."""
+        return f"words-v1/{self.language or 'none'}/{len(self.stop_words)}"
+
+
+@lru_cache(maxsize=8)
+def _stemmer(language: str) -> Any:
+    try:
+        import Stemmer
+    except ImportError as exc:
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            'Keyword search needs PyStemmer: install "tether[kb]" (or PyStemmer), or '
+            "use language=None to index words unstemmed."
+        ) from exc
+    try:
+        stemmer = Stemmer.Stemmer(language)
+    except KeyError:
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            f"No stemmer for language {language!r}. Available: "
+            f"{', '.join(Stemmer.algorithms())}."
+        ) from None
+    return stemmer.stemWords

@@ -1,0 +1,106 @@
+"""The ``kb_search`` tool: the model's way into the knowledge base.
+
+Two forms: :func:`kb_search_tool` binds a tool to a :class:`KnowledgeBase` you built
+(``Agent(tools=[kb.as_tool()])``); the registered ``kb`` toolset (``tools = ["kb"]`` in
+``tether.toml``) opens the knowledge base described by ``[memory]`` on its first call.
+Passages come back with their ``document:start-end`` line references so the model can
+cite them and open the file at the right place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+
+from ..tools import Tool, ToolContext, Toolset
+
+if TYPE_CHECKING:
+    from .fusion import Passage
+    from .knowledge_base import KnowledgeBase
+
+__all__ = ["format_passages", "kb_search_tool", "kb_toolset"]
+
+DESCRIPTION = (
+    "Search the knowledge base (indexed documents, notes, code) for passages relevant to "
+    "a question. Use it before answering questions about material the user has indexed; "
+    "quote the references (document:lines) you rely on. Not for general knowledge or for "
+    "files you can read directly."
+)
+
+Query = Annotated[str, Field(min_length=1, description="What to look for, in plain words.")]
+Count = Annotated[int, Field(ge=1, le=50, description="How many passages to return.")]
+
+
+def format_passages(passages: Sequence[Passage], *, keyword_only: bool) -> str:
+    """Passages as the model sees them: a numbered reference line, then the text."""
+    if not passages:
+        return "No passages found. Try other words, or a broader query."
+    lines = []
+    if keyword_only:
+        lines.append("(keyword search only: no embedder is configured)")
+    for number, passage in enumerate(passages, start=1):
+        lines.append(f"[{number}] {passage.reference} (score {passage.score:.4f})")
+        lines.append(passage.text)
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def kb_search_tool(kb: KnowledgeBase, *, name: str = "kb_search", default_k: int = 5) -> Tool:
+    """A tool searching ``kb``; ``default_k`` passages unless the model asks for more."""
+
+    async def kb_search(query: Query, k: Count = default_k) -> str:
+        """Search the knowledge base.
+
+        Args:
+            query: What to look for, in plain words.
+            k: How many passages to return.
+        """
+        passages = await kb.search(query, k=k)
+        return format_passages(passages, keyword_only=kb.keyword_only)
+
+    return Tool(kb_search, name=name, description=DESCRIPTION)
+
+
+class _ConfiguredKnowledgeBase:
+    """Opens the configured knowledge base once, on first use, and shares it."""
+
+    def __init__(self) -> None:
+        self._kb: KnowledgeBase | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> KnowledgeBase:
+        async with self._lock:
+            if self._kb is None:
+                from .knowledge_base import KnowledgeBase
+
+                self._kb = await asyncio.to_thread(KnowledgeBase.open)
+            return self._kb
+
+
+_configured = _ConfiguredKnowledgeBase()
+
+
+async def _configured_kb_search(
+    query: Query, ctx: ToolContext, k: Count | None = None
+) -> str:
+    """Search the knowledge base.
+
+    Args:
+        query: What to look for, in plain words.
+        k: How many passages to return (default 5, or ``[tool_settings.kb] k``).
+    """
+    kb = await _configured.get()
+    settings: Any = ctx.settings or {}
+    count = k if k is not None else int(settings.get("k", 5))
+    passages = await kb.search(query, k=count)
+    return format_passages(passages, keyword_only=kb.keyword_only)
+
+
+def kb_toolset() -> Toolset:
+    """The ``kb`` toolset registered by tether: ``kb_search`` over the configured
+    knowledge base (``[tool_settings.kb] k = 8`` changes the default count)."""
+    tool = Tool(_configured_kb_search, name="kb_search", description=DESCRIPTION)
+    return Toolset("kb", [tool], description="Search the configured knowledge base.")
