@@ -1,0 +1,197 @@
+"""Translation of anthropic SDK and transport exceptions into :mod:`tether.errors`.
+
+The mapping looks at the API's error ``type`` first and the HTTP status second, because
+an error can arrive inside a ``200`` stream as an SSE ``error`` event (typically
+``overloaded_error``), where the status says nothing.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tether.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    InvalidRequestError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+)
+
+__all__ = ["missing_key_error", "parse_retry_after", "translate"]
+
+PROVIDER = "anthropic"
+
+_OVERFLOW_MARKERS = (
+    "prompt is too long",
+    "exceed context limit",
+    "exceeds the context window",
+    "context window",
+    "too many total text bytes",
+)
+
+
+def missing_key_error(variable: str) -> AuthenticationError:
+    """The error for a request made without any API key."""
+    return AuthenticationError(
+        f"No Anthropic API key found. Set the {variable} environment variable (or "
+        f"`api_key_env` under [providers.anthropic] in tether.toml to name another one).",
+        provider=PROVIDER,
+    )
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` or ``retry-after`` (seconds or an
+    HTTP date), or ``None`` if neither header is usable."""
+    if not headers:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def translate(exc: BaseException, key_variable: str) -> ProviderError | None:
+    """The tether error for ``exc``, or ``None`` if ``exc`` is not an SDK or transport
+    error (the caller re-raises it unchanged)."""
+    import anthropic
+    import httpx2
+
+    if isinstance(exc, anthropic.APIStatusError):
+        return _from_status(exc, key_variable)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderTimeoutError(
+            "The Anthropic API did not answer in time. Raise `timeout` under "
+            "[providers.anthropic] if long responses need more.",
+            provider=PROVIDER,
+        )
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return ProviderConnectionError(
+            f"Could not connect to the Anthropic API: {_describe(cause)}. Check the network "
+            "and the base URL (ANTHROPIC_BASE_URL or `base_url` under [providers.anthropic]).",
+            provider=PROVIDER,
+        )
+    if isinstance(exc, httpx2.TimeoutException):
+        return ProviderTimeoutError(
+            f"The Anthropic stream stalled: {_describe(exc)}.", provider=PROVIDER
+        )
+    if isinstance(exc, httpx2.TransportError | httpx2.StreamError):
+        return ProviderConnectionError(
+            f"The connection to the Anthropic API dropped mid-stream: {_describe(exc)}.",
+            provider=PROVIDER,
+        )
+    if isinstance(exc, anthropic.AnthropicError):
+        return ProviderError(f"The anthropic SDK failed: {_describe(exc)}", provider=PROVIDER)
+    return None
+
+
+def _from_status(exc: Any, key_variable: str) -> ProviderError:
+    status: int = exc.status_code
+    kind = getattr(exc, "type", None) or _body_type(exc.body)
+    detail = getattr(exc, "api_message", None) or _body_message(exc.body) or str(exc)
+    headers = exc.response.headers if exc.response is not None else None
+    where = f"HTTP {status}" if status != 200 else "in the stream"
+    label = f"{where}, {kind}" if kind else where
+
+    if kind == "overloaded_error" or status == 529:
+        return OverloadedError(
+            f"The Anthropic API is overloaded ({label}): {detail}", provider=PROVIDER, status_code=status
+        )
+    if kind == "rate_limit_error" or status == 429:
+        return RateLimitError(
+            f"Anthropic rate limit reached ({label}): {detail}",
+            retry_after=parse_retry_after(headers),
+            provider=PROVIDER,
+            status_code=status,
+        )
+    if kind == "authentication_error" or status == 401:
+        return AuthenticationError(
+            f"The Anthropic API rejected the API key ({label}): {detail}. Check the key in "
+            f"the {key_variable} environment variable.",
+            provider=PROVIDER,
+            status_code=status,
+        )
+    if kind in ("permission_error", "billing_error") or status in (402, 403):
+        return PermissionDeniedError(
+            f"The Anthropic API refused this request ({label}): {detail}. The key is valid but "
+            "may not use this model or feature (or the account has no credit).",
+            provider=PROVIDER,
+            status_code=status,
+        )
+    if kind == "not_found_error" or status == 404:
+        return InvalidRequestError(
+            f"Not found ({label}): {detail}. Check the model id; `tether models` lists the "
+            "known Claude models.",
+            provider=PROVIDER,
+            status_code=status,
+        )
+    if kind == "api_error" or status >= 500:
+        return ServerError(
+            f"The Anthropic API failed ({label}): {detail}", provider=PROVIDER, status_code=status
+        )
+    lowered = detail.lower()
+    if any(marker in lowered for marker in _OVERFLOW_MARKERS):
+        return ContextOverflowError(
+            f"The prompt does not fit the model's context window ({label}): {detail}",
+            provider=PROVIDER,
+            status_code=status,
+        )
+    if status == 413 or kind == "request_too_large":
+        return InvalidRequestError(
+            f"The request is larger than the Anthropic API accepts ({label}): {detail}. "
+            "Send fewer or smaller images and documents.",
+            provider=PROVIDER,
+            status_code=status,
+        )
+    return InvalidRequestError(
+        f"The Anthropic API rejected the request ({label}): {detail}",
+        provider=PROVIDER,
+        status_code=status,
+    )
+
+
+def _body_error(body: object) -> Mapping[str, Any] | None:
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            return error
+    return None
+
+
+def _body_type(body: object) -> str | None:
+    error = _body_error(body)
+    kind = error.get("type") if error else None
+    return kind if isinstance(kind, str) else None
+
+
+def _body_message(body: object) -> str | None:
+    error = _body_error(body)
+    message = error.get("message") if error else None
+    return message if isinstance(message, str) else None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

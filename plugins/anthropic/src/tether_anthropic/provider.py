@@ -1,0 +1,99 @@
+"""The Anthropic provider: Claude models through the official SDK's Messages API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from tether.config import ProviderConfig
+from tether.provider import BaseProvider, ModelRequest, ProviderEvent
+
+from .catalogue import DEFAULT_CAPABILITIES, MODELS
+from .client import Credentials, make_client
+from .convert import build_params
+from .errors import translate
+from .stream import assemble
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicProvider"]
+
+
+class AnthropicProvider(BaseProvider):
+    """Claude over the Messages API, streamed.
+
+    :param config: the ``[providers.anthropic]`` settings (key variable, base URL,
+        timeout, model overrides). A missing key is reported by :meth:`validate_auth`
+        and by the first request, never here.
+    :param client: an ``AsyncAnthropic`` to use instead of building one (tests,
+        benchmarks, custom transports). It is not closed by :meth:`aclose`.
+    """
+
+    name = "anthropic"
+    models = MODELS
+    default_capabilities = DEFAULT_CAPABILITIES
+
+    def __init__(
+        self, config: ProviderConfig | None = None, *, client: AsyncAnthropic | None = None
+    ) -> None:
+        self.config = config or ProviderConfig()
+        super().__init__(model_overrides=self.config.models)
+        self._credentials = Credentials(self.config)
+        self._client = client
+        self._owns_client = client is None
+
+    def _sdk(self) -> AsyncAnthropic:
+        if self._client is None:
+            self._client = make_client(self.config, self._credentials)
+        return self._client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one response; see :class:`tether.provider.Provider`.
+
+        Every failure, including one in the middle of the stream (an ``error`` event, a
+        dropped connection), is raised as a :mod:`tether.errors` type.
+        """
+        origin = f"{self.name}/{request.model}"
+        params = build_params(request, origin)
+        variable = self._credentials.variable
+        client = self._sdk()
+        try:
+            events = await client.messages.create(**params, stream=True)
+        except Exception as exc:
+            error = translate(exc, variable)
+            if error is None:
+                raise
+            raise error from exc
+        try:
+            async for event in assemble(events, origin):
+                yield event
+        except Exception as exc:
+            error = translate(exc, variable)
+            if error is None:
+                raise
+            raise error from exc
+        finally:
+            await events.close()
+
+    async def validate_auth(self) -> None:
+        """Raise ``AuthenticationError`` naming the key variable if there is no key or
+        the API rejects it (one ``GET /v1/models`` request)."""
+        client = self._sdk()
+        try:
+            await client.models.list(limit=1)
+        except Exception as exc:
+            error = translate(exc, self._credentials.variable)
+            if error is None:
+                raise
+            raise error from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._owns_client:
+            await self._client.close()
+        if self._owns_client:
+            self._client = None
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(base_url={self.config.base_url!r}, {self._credentials!r})"
+
