@@ -1,0 +1,180 @@
+"""Translate google-genai and httpx exceptions into the :mod:`tether.errors` tree.
+
+The Gemini API reports errors as ``{"error": {"code", "message", "status", "details"}}``,
+with the HTTP status or, mid-stream, as an SSE event carrying the same object; the SDK
+raises both as ``google.genai.errors.APIError``. What each becomes:
+
+=====================================================  ===========================
+401 UNAUTHENTICATED, 400/403 with an invalid API key   ``AuthenticationError``
+403 PERMISSION_DENIED                                  ``PermissionDeniedError``
+429 RESOURCE_EXHAUSTED                                 ``RateLimitError`` (``retry_after``
+                                                       from the RetryInfo detail or the
+                                                       ``retry-after`` header)
+503 UNAVAILABLE ("The model is overloaded")            ``OverloadedError``
+504 DEADLINE_EXCEEDED                                  ``ProviderTimeoutError``
+other 5xx                                              ``ServerError``
+400 "...exceeds the maximum number of tokens..."       ``ContextOverflowError``
+other 4xx                                              ``InvalidRequestError``
+httpx timeouts / transport errors                      ``ProviderTimeoutError`` /
+                                                       ``ProviderConnectionError``
+=====================================================  ===========================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tether.config import ProviderConfig
+from tether.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    InvalidRequestError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+)
+
+from .client import key_hint
+
+__all__ = ["translate_error"]
+
+PROVIDER = "google"
+
+_OVERFLOW = re.compile(
+    r"exceeds the maximum number of tokens|input token count.*exceeds|too many tokens|"
+    r"request payload size exceeds",
+    re.IGNORECASE,
+)
+_BAD_KEY_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED", "API_KEY_EXPIRED"})
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)s\s*$")
+
+
+def translate_error(exc: BaseException, config: ProviderConfig, model: str | None = None) -> ProviderError:
+    """The tether error for ``exc`` (raise it ``from exc``). Unknown exceptions become a
+    non-retryable ``ProviderError`` that names their type, so nothing vendor-specific leaks."""
+    import httpx
+    from google.genai import errors as genai_errors
+
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, genai_errors.APIError):
+        return _from_api_error(exc, config, model)
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeoutError(
+            f"The Gemini API did not answer in time ({type(exc).__name__}). Raise "
+            f"[providers.google] timeout if responses are legitimately slow.",
+            provider=PROVIDER,
+        )
+    if isinstance(exc, httpx.TransportError | httpx.StreamError):
+        detail = str(exc) or type(exc).__name__
+        return ProviderConnectionError(
+            f"The connection to the Gemini API failed or dropped: {detail}.", provider=PROVIDER
+        )
+    if isinstance(exc, genai_errors.UnknownApiResponseError):
+        return ProviderError(
+            f"The Gemini API sent a response the SDK could not parse: {_shorten(str(exc))}",
+            provider=PROVIDER,
+            retryable=True,
+        )
+    return ProviderError(
+        f"The Gemini request failed with {type(exc).__name__}: {_shorten(str(exc))}",
+        provider=PROVIDER,
+    )
+
+
+def _from_api_error(exc: Any, config: ProviderConfig, model: str | None) -> ProviderError:
+    code: int = exc.code or 0
+    status: str = exc.status or ""
+    message: str = exc.message or str(exc)
+    error = _error_object(exc.details)
+    reasons = {d.get("reason") for d in _details(error) if isinstance(d, Mapping)}
+    summary = f"Gemini API error {code} {status}: {message}".strip()
+
+    if code == 401 or status == "UNAUTHENTICATED" or reasons & _BAD_KEY_REASONS:
+        return AuthenticationError(
+            f"The Gemini API rejected the API key ({code} {status}). {key_hint(config)}.",
+            provider=PROVIDER,
+            status_code=code,
+        )
+    if code == 403 or status == "PERMISSION_DENIED":
+        return PermissionDeniedError(
+            f"{summary} The key is valid but may not use this model or feature; check the "
+            f"project's access in Google AI Studio.",
+            provider=PROVIDER,
+            status_code=code,
+        )
+    if code == 429 or status == "RESOURCE_EXHAUSTED":
+        return RateLimitError(
+            f"{summary} Gemini rate limit or quota reached.",
+            retry_after=_retry_after(exc, error),
+            provider=PROVIDER,
+            status_code=code,
+        )
+    if code == 503 or status == "UNAVAILABLE":
+        return OverloadedError(summary, provider=PROVIDER, status_code=code)
+    if code == 504 or status == "DEADLINE_EXCEEDED":
+        return ProviderTimeoutError(summary, provider=PROVIDER, status_code=code)
+    if code >= 500:
+        return ServerError(summary, provider=PROVIDER, status_code=code)
+    if _OVERFLOW.search(message):
+        return ContextOverflowError(
+            f"{summary} The prompt is longer than the model's context window.",
+            provider=PROVIDER,
+            status_code=code,
+        )
+    if code == 404 or status == "NOT_FOUND":
+        name = f' "{model}"' if model else ""
+        return InvalidRequestError(
+            f"{summary} Check the model name{name}; `tether models` lists known Gemini models.",
+            provider=PROVIDER,
+            status_code=code,
+        )
+    return InvalidRequestError(summary, provider=PROVIDER, status_code=code)
+
+
+def _error_object(details: Any) -> Mapping[str, Any]:
+    if isinstance(details, Mapping):
+        inner = details.get("error")
+        return inner if isinstance(inner, Mapping) else details
+    return {}
+
+
+def _details(error: Mapping[str, Any]) -> list[Any]:
+    value = error.get("details")
+    return value if isinstance(value, list) else []
+
+
+def _retry_after(exc: Any, error: Mapping[str, Any]) -> float | None:
+    """Seconds from the ``google.rpc.RetryInfo`` detail (``"37s"``), else from the
+    ``retry-after`` (seconds) or ``retry-after-ms`` headers."""
+    for detail in _details(error):
+        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            match = _DURATION.match(str(detail.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    seconds = headers.get("retry-after")
+    if seconds is not None:
+        try:
+            return float(seconds)
+        except ValueError:
+            return None
+    return None
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
