@@ -105,7 +105,8 @@ def format_catalogue(report: dict[str, Any]) -> str:
     for provider in report["providers"]:
         if lines:
             lines.append("")
-        lines.append(f"{provider['name']} (from {provider['distribution']})")
+        source = provider["distribution"]
+        lines.append(f"{provider['name']} {source if source.startswith('(') else f'(from {source})'}")
         if provider["error"]:
             lines.append(f"  cannot list models: {provider['error']}")
             continue

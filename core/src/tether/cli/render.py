@@ -315,7 +315,7 @@ class RichRenderer:
 
     def _line(self, text: Any) -> None:
         self.finish_line()
-        self.console.print(text, highlight=False)
+        self.console.print(text, highlight=False, soft_wrap=True)
 
     def event(self, event: RunEvent) -> None:
         from rich.text import Text
