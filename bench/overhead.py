@@ -46,13 +46,18 @@ async def add(a: int, b: int) -> int:
 
 
 def tool_script(n: int) -> list[Reply]:
-    replies = [Reply(tool_calls=[ToolCallBlock(id=f"c{i}", name="add", arguments={"a": i, "b": 1})]) for i in range(n)]
+    replies = [
+        Reply(tool_calls=[ToolCallBlock(id=f"c{i}", name="add", arguments={"a": i, "b": 1})])
+        for i in range(n)
+    ]
     return [*replies, Reply(text="done")]
 
 
 provider = ScriptedProvider()
 provider.record_requests = False
-agent = tether.Agent(provider, tools=[add], system="You add numbers.", config=Config(), limits={"max_turns": 10_000})
+agent = tether.Agent(
+    provider, tools=[add], system="You add numbers.", config=Config(), limits={"max_turns": 10_000}
+)
 
 
 async def tool_loop(n: int) -> object:
@@ -133,7 +138,10 @@ async def calibrate() -> dict[str, float]:
         for i in range(1_000_000):
             total += i
         loops.append((time.perf_counter() - t0) * 1e3)
-    return {"calib_sleep0_us": round(statistics.median(sleeps), 2), "calib_1m_adds_ms": round(statistics.median(loops), 1)}
+    return {
+        "calib_sleep0_us": round(statistics.median(sleeps), 2),
+        "calib_1m_adds_ms": round(statistics.median(loops), 1),
+    }
 
 
 def vm_field(name: str) -> float | None:
@@ -152,7 +160,7 @@ async def rss_child() -> None:
     import_peak = vm_field("VmHWM") or 0.0
     before = vm_field("VmRSS")
     try:
-        with open("/proc/self/clear_refs", "w") as f:
+        with open("/proc/self/clear_refs", "w") as f:  # noqa: ASYNC230
             f.write("5")
         reset = True
     except OSError:
@@ -167,7 +175,9 @@ async def rss_child() -> None:
                 "a500_peak_rss_mib": round(max(import_peak, run_peak), 1),
                 "a500_rss_before_run_mib": None if before is None else round(before, 1),
                 "a500_run_peak_rss_mib": round(run_peak, 1) if reset else None,
-                "a500_run_growth_mib": round(run_peak - before, 1) if reset and before is not None else None,
+                "a500_run_growth_mib": round(run_peak - before, 1)
+                if reset and before is not None
+                else None,
                 "a500_us_per_rt_cold": round(dt / (RSS_TOOL_CALLS + 1) * 1e6, 1),
             }
         )
@@ -178,19 +188,29 @@ async def run_all(args: argparse.Namespace) -> dict[str, object]:
     await check()
     out: dict[str, object] = await calibrate()
     rts = A_TOOL_CALLS + 1
-    walls, cpu = await sample(lambda: tool_loop(A_TOOL_CALLS), args.a_reps, warmup=3, collect_each=True)
+    walls, cpu = await sample(
+        lambda: tool_loop(A_TOOL_CALLS), args.a_reps, warmup=3, collect_each=True
+    )
     median = statistics.median(walls)
     out["a_us_per_rt"] = round(median / rts * 1e6, 1)
-    out["a_us_per_rt_p10_p90"] = [round(quantile(walls, 0.1) / rts * 1e6, 1), round(quantile(walls, 0.9) / rts * 1e6, 1)]
+    out["a_us_per_rt_p10_p90"] = [
+        round(quantile(walls, 0.1) / rts * 1e6, 1),
+        round(quantile(walls, 0.9) / rts * 1e6, 1),
+    ]
     out["a_cpu_us_per_rt"] = round(cpu / (args.a_reps * rts) * 1e6, 1)
     out["a_us_per_run"] = round(median * 1e6, 1)
     log(f"[tether] A: {out['a_us_per_rt']} us/round-trip")
 
     walls, cpu = await sample(short_run, args.b_runs, warmup=50, collect_each=False)
     out["b_us_per_run"] = round(statistics.median(walls) * 1e6, 1)
-    out["b_us_per_run_p10_p90"] = [round(quantile(walls, 0.1) * 1e6, 1), round(quantile(walls, 0.9) * 1e6, 1)]
+    out["b_us_per_run_p10_p90"] = [
+        round(quantile(walls, 0.1) * 1e6, 1),
+        round(quantile(walls, 0.9) * 1e6, 1),
+    ]
     out["b_cpu_us_per_run"] = round(cpu / args.b_runs * 1e6, 1)
-    out["marginal_us_per_rt"] = round((float(out["a_us_per_run"]) - float(out["b_us_per_run"])) / (rts - 2), 1)  # type: ignore[arg-type]
+    out["marginal_us_per_rt"] = round(
+        (float(out["a_us_per_run"]) - float(out["b_us_per_run"])) / (rts - 2), 1
+    )  # type: ignore[arg-type]
     log(f"[tether] B: {out['b_us_per_run']} us/run")
 
     k = args.c_deltas
@@ -199,7 +219,9 @@ async def run_all(args: argparse.Namespace) -> dict[str, object]:
         got = await stream(k)
         assert got == k, f"expected {k} deltas, saw {got}"
 
-    walls, cpu = await sample(one, args.c_reps, warmup=2, collect_each=True, prepare=lambda: stream_prepare(k))
+    walls, cpu = await sample(
+        one, args.c_reps, warmup=2, collect_each=True, prepare=lambda: stream_prepare(k)
+    )
     out["c_us_per_delta"] = round(statistics.median(walls) / k * 1e6, 2)
     out["c_cpu_us_per_delta"] = round(cpu / (args.c_reps * k) * 1e6, 2)
     log(f"[tether] C: {out['c_us_per_delta']} us/delta")
@@ -227,7 +249,9 @@ def main() -> None:
             check=True,
         )
         out.update(json.loads(child.stdout.strip().splitlines()[-1]))
-        log(f"[tether] A500: peak RSS {out['a500_peak_rss_mib']} MiB, {out['a500_us_per_rt_cold']} us/RT cold")
+        log(
+            f"[tether] A500: peak RSS {out['a500_peak_rss_mib']} MiB, {out['a500_us_per_rt_cold']} us/RT cold"
+        )
     result = {
         "framework": "tether",
         "versions": {p: version(p) for p in ("tether", "pydantic", "pydantic-core", "pluggy")},

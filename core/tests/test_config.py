@@ -54,7 +54,9 @@ def test_an_unknown_key_names_the_file_and_the_key(tmp_path: Path) -> None:
 
 
 def test_a_wrong_type_names_the_key(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'limits.max_turns': Input should be greater than or equal to 1"):
+    with pytest.raises(
+        ConfigError, match=r"'limits.max_turns': Input should be greater than or equal to 1"
+    ):
         load_config(write(tmp_path, "[limits]\nmax_turns = 0\n"))
 
 
@@ -89,8 +91,12 @@ def test_config_file_lookup_prefers_tether_config_then_the_working_directory(
         load_config()
 
 
-def test_api_keys_come_from_the_environment_and_are_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
-    config = parse_config({"providers": {"acme": {"api_key_env": "ACME_KEY"}, "raw": {"api_key": "sk-secret"}}})
+def test_api_keys_come_from_the_environment_and_are_not_printed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = parse_config(
+        {"providers": {"acme": {"api_key_env": "ACME_KEY"}, "raw": {"api_key": "sk-secret"}}}
+    )
     monkeypatch.setenv("ACME_KEY", "from-env")
     assert config.provider("acme").resolve_api_key("DEFAULT") == "from-env"
     assert config.provider("raw").resolve_api_key("DEFAULT") == "sk-secret"

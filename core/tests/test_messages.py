@@ -25,7 +25,13 @@ def test_round_trip_keeps_every_block_kind() -> None:
                 ToolCallBlock(id="c1", name="read", arguments={"path": "a.txt", "n": [1, 2]}),
             ],
         ),
-        Message.tool([ToolResultBlock(call_id="c1", content=[TextBlock(text="hi"), ImageBlock(url="https://x/y.png")])]),
+        Message.tool(
+            [
+                ToolResultBlock(
+                    call_id="c1", content=[TextBlock(text="hi"), ImageBlock(url="https://x/y.png")]
+                )
+            ]
+        ),
     ]
     for message in original:
         assert Message.from_json(message.to_json()) == message
@@ -61,11 +67,20 @@ def test_views_and_usage_sum() -> None:
     )
     assert message.text == "ab"
     assert [c.id for c in message.tool_calls] == ["1"]
-    total = Usage(input_tokens=3, output_tokens=1, cache_read_tokens=2) + Usage(input_tokens=1, output_tokens=4)
-    assert (total.input_tokens, total.output_tokens, total.cache_read_tokens, total.total_tokens) == (4, 5, 2, 9)
+    total = Usage(input_tokens=3, output_tokens=1, cache_read_tokens=2) + Usage(
+        input_tokens=1, output_tokens=4
+    )
+    assert (
+        total.input_tokens,
+        total.output_tokens,
+        total.cache_read_tokens,
+        total.total_tokens,
+    ) == (4, 5, 2, 9)
 
 
 def test_tool_result_text_joins_text_parts_only() -> None:
-    result = ToolResultBlock(call_id="c", content=[TextBlock(text="a"), ImageBlock(data="AA=="), TextBlock(text="b")])
+    result = ToolResultBlock(
+        call_id="c", content=[TextBlock(text="a"), ImageBlock(data="AA=="), TextBlock(text="b")]
+    )
     assert result.text == "ab"
     assert ToolResultBlock(call_id="c", content="plain").text == "plain"

@@ -40,11 +40,18 @@ def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_register() 
         raise RuntimeError("broken plugin")
 
     manager = PluginManager(
-        plugins=[plugin_module("good_plugin", register_tools=good), plugin_module("bad_plugin", register_tools=bad)],
+        plugins=[
+            plugin_module("good_plugin", register_tools=good),
+            plugin_module("bad_plugin", register_tools=bad),
+        ],
         entry_points=False,
     )
     assert manager.tools.names() == ["shout"]  # what the broken hook added is discarded
-    assert len(manager.errors) == 1 and "bad_plugin" in str(manager.errors[0]) and "broken plugin" in str(manager.errors[0])
+    assert (
+        len(manager.errors) == 1
+        and "bad_plugin" in str(manager.errors[0])
+        and "broken plugin" in str(manager.errors[0])
+    )
     info = {p.name: p for p in manager.plugins}
     assert info["bad_plugin"].error is not None and info["good_plugin"].error is None
     assert info["good_plugin"].hooks == ["register_tools"]
@@ -55,7 +62,10 @@ def test_two_plugins_registering_one_name_is_an_error_naming_both() -> None:
         providers.add("acme", lambda config: ScriptedProvider())
 
     manager = PluginManager(
-        plugins=[plugin_module("acme_one", register_providers=first), plugin_module("acme_two", register_providers=first)],
+        plugins=[
+            plugin_module("acme_one", register_providers=first),
+            plugin_module("acme_two", register_providers=first),
+        ],
         entry_points=False,
     )
     with pytest.raises(DuplicateComponentError) as excinfo:
@@ -70,15 +80,23 @@ def test_model_strings_resolve_by_name_prefix_and_alias() -> None:
         providers.add("openai", lambda c: ScriptedProvider(), prefixes=("gpt-", "o3"))
         providers.add("openrouter", lambda c: ScriptedProvider())
 
-    registry = PluginManager(plugins=[plugin_module("p", register_providers=register)], entry_points=False).providers
+    registry = PluginManager(
+        plugins=[plugin_module("p", register_providers=register)], entry_points=False
+    ).providers
     assert str(parse_model_string("anthropic/claude-x", registry)) == "anthropic/claude-x"
     assert str(parse_model_string("claude-sonnet-4-5", registry)) == "anthropic/claude-sonnet-4-5"
     assert str(parse_model_string("o3-mini", registry)) == "openai/o3-mini"
     assert str(parse_model_string("openrouter/meta/llama-3", registry)) == "openrouter/meta/llama-3"
-    assert str(parse_model_string("fast", registry, {"fast": "openai/gpt-4.1-mini"})) == "openai/gpt-4.1-mini"
+    assert (
+        str(parse_model_string("fast", registry, {"fast": "openai/gpt-4.1-mini"}))
+        == "openai/gpt-4.1-mini"
+    )
     with pytest.raises(UnknownProviderError) as excinfo:
         parse_model_string("antropic/claude-x", registry)
-    assert str(excinfo.value) == 'No provider named "antropic". Did you mean \'anthropic\'? Installed: anthropic, openai, openrouter.'
+    assert (
+        str(excinfo.value)
+        == "No provider named \"antropic\". Did you mean 'anthropic'? Installed: anthropic, openai, openrouter."
+    )
     with pytest.raises(UnknownProviderError, match='Write it as "provider/mystery-model"'):
         parse_model_string("mystery-model", registry)
 
@@ -88,9 +106,14 @@ def test_agent_reports_an_unknown_tool_name_with_near_matches() -> None:
         tools.add(shout)
 
     agent = tether.Agent(
-        ScriptedProvider(), tools=["shoot"], config=Config(), plugins=[plugin_module("t", register_tools=register)]
+        ScriptedProvider(),
+        tools=["shoot"],
+        config=Config(),
+        plugins=[plugin_module("t", register_tools=register)],
     )
-    with pytest.raises(tether.errors.ConfigError, match='No tool or toolset named "shoot". Did you mean shout?'):
+    with pytest.raises(
+        tether.errors.ConfigError, match=r'No tool or toolset named "shoot"\. Did you mean shout\?'
+    ):
         agent.tools()
 
 
@@ -147,11 +170,27 @@ def installed_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (source / "tether_weather_example").mkdir()
     (source / "tether_weather_example" / "__init__.py").write_text(WEATHER_MODULE)
     (source / "tether_weather_broken").mkdir()
-    (source / "tether_weather_broken" / "__init__.py").write_text("raise ImportError('this plugin is broken')\n")
+    (source / "tether_weather_broken" / "__init__.py").write_text(
+        "raise ImportError('this plugin is broken')\n"
+    )
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
-        [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--offline", "--no-deps",
-         "--no-build-isolation", "--python", sys.executable, "--target", str(target), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "uv",
+            "pip",
+            "install",
+            "--quiet",
+            "--offline",
+            "--no-deps",
+            "--no-build-isolation",
+            "--python",
+            sys.executable,
+            "--target",
+            str(target),
+            str(source),
+        ],
         check=True,
     )
     return target
@@ -164,14 +203,22 @@ def on_path(installed_plugin: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return installed_plugin
 
 
-async def test_an_installed_plugin_is_discovered_and_its_tool_called_by_the_model(on_path: Path) -> None:
-    provider = ScriptedProvider([Reply(tool_calls=[call("get_weather", city="Oslo")]), Reply(text="It is sunny.")])
+async def test_an_installed_plugin_is_discovered_and_its_tool_called_by_the_model(
+    on_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [Reply(tool_calls=[call("get_weather", city="Oslo")]), Reply(text="It is sunny.")]
+    )
     agent = tether.Agent(provider, tools=["get_weather"], config=Config())
     result = await agent.run("Weather in Oslo?")
     assert result.output == "It is sunny."
     assert result.messages[2].tool_results[0].text == "Sunny in Oslo"
     broken = [e for e in agent.plugins.errors if e.plugin == "broken"]
-    assert broken and broken[0].distribution == "tether-weather-example" and "this plugin is broken" in str(broken[0])
+    assert (
+        broken
+        and broken[0].distribution == "tether-weather-example"
+        and "this plugin is broken" in str(broken[0])
+    )
 
 
 def test_tether_plugins_lists_the_plugin_and_the_broken_one(on_path: Path) -> None:
@@ -188,7 +235,10 @@ async def test_a_duplicate_tool_name_from_two_distributions_names_both(on_path: 
         tools.add(tether.tool(name="get_weather")(lambda city: city))
 
     agent = tether.Agent(
-        ScriptedProvider(), tools=["get_weather"], config=Config(), plugins=[plugin_module("dupe", register_tools=register)]
+        ScriptedProvider(),
+        tools=["get_weather"],
+        config=Config(),
+        plugins=[plugin_module("dupe", register_tools=register)],
     )
     with pytest.raises(DuplicateComponentError) as excinfo:
         agent.tools()

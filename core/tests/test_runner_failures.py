@@ -8,10 +8,10 @@ import pytest
 
 import tether
 from tether.cancel import CancelToken
+from tether.compaction import CompactionContext, CompactionResult
 from tether.config import Config, LimitsConfig
 from tether.errors import AuthenticationError, ContextOverflowError, ServerError
 from tether.events import Compaction, Retry, TextDelta, ToolStart
-from tether.compaction import CompactionContext, CompactionResult
 from tether.messages import Message, Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.result import Outcome
@@ -45,7 +45,9 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
-def make(provider: ScriptedProvider, sleep: RecordingSleep | None = None, **kwargs: object) -> tether.Agent:
+def make(
+    provider: ScriptedProvider, sleep: RecordingSleep | None = None, **kwargs: object
+) -> tether.Agent:
     retry = RetryPolicy(sleep=sleep or RecordingSleep(), base_delay=0.5)
     return tether.Agent(provider, tools=[add], config=Config(), retry=retry, **kwargs)  # type: ignore[arg-type]
 
@@ -92,7 +94,9 @@ def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
     for attempt in range(1, 12):
         delays = [policy.delay(attempt, error) for _ in range(200)]
         assert all(d is not None and 0 <= d <= min(30.0, 2 ** (attempt - 1)) for d in delays)
-    assert max(policy.delay(10, error) or 0 for _ in range(500)) > 15  # jitter spreads up to the cap
+    assert (
+        max(policy.delay(10, error) or 0 for _ in range(500)) > 15
+    )  # jitter spreads up to the cap
     assert policy.delay(20, error) is None
 
 
@@ -121,16 +125,27 @@ async def test_authentication_failure_fails_at_once_naming_the_key() -> None:
 async def test_context_overflow_compacts_and_retries_once() -> None:
     class DropOldest:
         name = "drop-oldest"
-        forced: list[bool] = []
+
+        def __init__(self) -> None:
+            self.forced: list[bool] = []
 
         async def compact(self, context: CompactionContext) -> CompactionResult | None:
             self.forced.append(context.force)
             if not context.force:
                 return None
-            return CompactionResult(messages=[Message.user("[summary]"), *context.messages[-1:]], tokens_before=100, tokens_after=10)
+            return CompactionResult(
+                messages=[Message.user("[summary]"), *context.messages[-1:]],
+                tokens_before=100,
+                tokens_after=10,
+            )
 
     strategy = DropOldest()
-    session = InMemorySession([Message.user("old"), Message(role="assistant", content=[tether.TextBlock(text="old answer")])])
+    session = InMemorySession(
+        [
+            Message.user("old"),
+            Message(role="assistant", content=[tether.TextBlock(text="old answer")]),
+        ]
+    )
     provider = ScriptedProvider([context_overflow(), Reply(text="fits now")])
     events = [e async for e in make(provider, compaction=strategy).stream("new", session=session)]
     compactions = [e for e in events if isinstance(e, Compaction)]
@@ -142,7 +157,9 @@ async def test_context_overflow_compacts_and_retries_once() -> None:
     # a second overflow after compaction is final
     provider = ScriptedProvider([context_overflow(), context_overflow(), Reply(text="never")])
     with pytest.raises(ContextOverflowError):
-        await make(provider, compaction=DropOldest()).run("new", session=InMemorySession([Message.user("x")]))
+        await make(provider, compaction=DropOldest()).run(
+            "new", session=InMemorySession([Message.user("x")])
+        )
     # and a strategy that cannot compact makes the overflow final at once
     provider = ScriptedProvider([context_overflow(), Reply(text="never")])
     with pytest.raises(ContextOverflowError):
@@ -166,7 +183,9 @@ async def test_cancel_token_during_a_tool_interrupts_it_and_keeps_the_invariant(
             raise
         return "never"
 
-    provider = ScriptedProvider([Reply(tool_calls=[call("long_job"), call("add", a=1, b=1)]), Reply(text="never")])
+    provider = ScriptedProvider(
+        [Reply(tool_calls=[call("long_job"), call("add", a=1, b=1)]), Reply(text="never")]
+    )
     session = InMemorySession()
     agent = tether.Agent(provider, tools=[long_job, add], config=Config())
 
@@ -179,7 +198,11 @@ async def test_cancel_token_during_a_tool_interrupts_it_and_keeps_the_invariant(
     await canceller
     assert result.outcome is Outcome.CANCELLED and cancelled.is_set()
     results = session.messages[-1].tool_results
-    assert results[0].is_error and "Interrupted" in results[0].text and "user pressed stop" in results[0].text
+    assert (
+        results[0].is_error
+        and "Interrupted" in results[0].text
+        and "user pressed stop" in results[0].text
+    )
     assert results[1].text == "2"  # finished before the cancel and kept
     assert_invariant(session.messages)
     assert provider.remaining == 1  # no model call after cancellation
@@ -231,7 +254,9 @@ async def test_task_cancellation_during_a_tool_keeps_the_invariant_and_propagate
 
     provider = ScriptedProvider([Reply(tool_calls=[call("long_job")]), Reply(text="never")])
     session = InMemorySession()
-    task = asyncio.create_task(tether.Agent(provider, tools=[long_job], config=Config()).run("go", session=session))
+    task = asyncio.create_task(
+        tether.Agent(provider, tools=[long_job], config=Config()).run("go", session=session)
+    )
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -269,7 +294,9 @@ async def test_max_turns_ends_with_a_limit_outcome_and_answered_calls() -> None:
     session = InMemorySession()
     result = await make(provider, limits=LimitsConfig(max_turns=3)).run("loop", session=session)
     assert result.outcome is Outcome.LIMIT and result.turns == 3
-    assert isinstance(result.error, tether.errors.MaxTurnsExceeded) and "limits.max_turns" in str(result.error)
+    assert isinstance(result.error, tether.errors.MaxTurnsExceeded) and "limits.max_turns" in str(
+        result.error
+    )
     assert_invariant(session.messages)
     with pytest.raises(tether.errors.MaxTurnsExceeded):
         result.raise_for_outcome()
@@ -280,7 +307,9 @@ async def test_token_and_cost_budgets_end_the_run() -> None:
     provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=1)], usage=big)] * 5)
     session = InMemorySession()
     result = await make(provider, limits={"max_total_tokens": 1000}).run("x", session=session)
-    assert result.outcome is Outcome.LIMIT and isinstance(result.error, tether.errors.TokenBudgetExceeded)
+    assert result.outcome is Outcome.LIMIT and isinstance(
+        result.error, tether.errors.TokenBudgetExceeded
+    )
     assert result.turns == 2 and result.usage.total_tokens == 1400
     assert "Not run" in session.messages[-1].tool_results[0].text
     assert_invariant(session.messages)
@@ -290,7 +319,9 @@ async def test_token_and_cost_budgets_end_the_run() -> None:
         capabilities=ModelCapabilities(pricing=Pricing(input=1.0, output=1.0)),
     )
     result = await make(priced, limits={"max_cost_usd": 2.5}).run("x")
-    assert isinstance(result.error, tether.errors.CostBudgetExceeded) and result.cost == pytest.approx(3.0)
+    assert isinstance(
+        result.error, tether.errors.CostBudgetExceeded
+    ) and result.cost == pytest.approx(3.0)
 
 
 async def test_wall_time_limit_interrupts_a_slow_tool() -> None:
@@ -312,20 +343,26 @@ async def test_wall_time_limit_interrupts_a_slow_tool() -> None:
 async def test_repeated_identical_failing_calls_are_detected_as_a_loop() -> None:
     replies = [Reply(tool_calls=[call("add", a="x", b=1)]) for _ in range(10)]
     session = InMemorySession()
-    result = await make(ScriptedProvider(replies), limits={"loop_threshold": 3}).run("x", session=session)
+    result = await make(ScriptedProvider(replies), limits={"loop_threshold": 3}).run(
+        "x", session=session
+    )
     assert isinstance(result.error, tether.errors.LoopDetected) and result.turns == 3
     assert "same arguments 3 times" in str(result.error)
     assert_invariant(session.messages)
 
 
 async def test_varying_failures_are_not_a_loop() -> None:
-    replies = [Reply(tool_calls=[call("add", a=f"x{i}", b=1)]) for i in range(4)] + [Reply(text="gave up")]
+    replies = [Reply(tool_calls=[call("add", a=f"x{i}", b=1)]) for i in range(4)] + [
+        Reply(text="gave up")
+    ]
     result = await make(ScriptedProvider(replies), limits={"loop_threshold": 2}).run("x")
     assert result.ok and result.tool_errors == 4
 
 
 async def test_a_hallucinated_tool_is_answered_and_listed_tools_are_offered() -> None:
-    provider = ScriptedProvider([Reply(tool_calls=[call("delete_everything")]), Reply(text="sorry")])
+    provider = ScriptedProvider(
+        [Reply(tool_calls=[call("delete_everything")]), Reply(text="sorry")]
+    )
     session = InMemorySession()
     events = [e async for e in make(provider).stream("x", session=session)]
     assert any(isinstance(e, ToolStart) and e.name == "delete_everything" for e in events)

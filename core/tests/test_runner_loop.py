@@ -25,7 +25,12 @@ async def add(a: int, b: int) -> int:
 def script() -> list[Reply]:
     return [
         Reply(text="Let me add those.", tool_calls=[call("add", a=1, b=2), call("add", a=3, b=4)]),
-        Reply(thinking="both done", signature="sig", text="Now one more.", tool_calls=[call("add", a=5, b=6)]),
+        Reply(
+            thinking="both done",
+            signature="sig",
+            text="Now one more.",
+            tool_calls=[call("add", a=5, b=6)],
+        ),
         Reply(text="The sums are 3, 7 and 11."),
     ]
 
@@ -40,20 +45,37 @@ def comparable(messages: list[Message]) -> list[dict[str, object]]:
 
 async def test_stream_and_run_produce_identical_histories() -> None:
     streamed_session, run_session = InMemorySession(), InMemorySession()
-    events = [e async for e in agent_for(ScriptedProvider(script())).stream("add", session=streamed_session)]
+    events = [
+        e
+        async for e in agent_for(ScriptedProvider(script())).stream("add", session=streamed_session)
+    ]
     result = await agent_for(ScriptedProvider(script())).run("add", session=run_session)
 
     assert comparable(list(streamed_session.messages)) == comparable(list(run_session.messages))
     assert result.output == "The sums are 3, 7 and 11."
-    assert [m.role for m in run_session.messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.role for m in run_session.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     first = run_session.messages[1]
-    assert first.text == "Let me add those." and [c.name for c in first.tool_calls] == ["add", "add"]
+    assert first.text == "Let me add those." and [c.name for c in first.tool_calls] == [
+        "add",
+        "add",
+    ]
     assert [r.text for r in run_session.messages[2].tool_results] == ["3", "7"]
     assert_invariant(run_session.messages)
 
     kinds = [type(e).__name__ for e in events]
     assert kinds[-1] == "Done" and kinds.count("Done") == 1
-    assert kinds.count("TurnEnd") == 3 and kinds.count("ToolStart") == 3 and kinds.count("ToolEnd") == 3
+    assert (
+        kinds.count("TurnEnd") == 3
+        and kinds.count("ToolStart") == 3
+        and kinds.count("ToolEnd") == 3
+    )
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
         "Let me add those.Now one more.The sums are 3, 7 and 11."
     )
@@ -61,7 +83,9 @@ async def test_stream_and_run_produce_identical_histories() -> None:
     done = events[-1]
     assert isinstance(done, Done) and done.result.outcome is Outcome.COMPLETED
     assert (done.result.turns, done.result.tool_calls, done.result.tool_errors) == (3, 3, 0)
-    assert done.result.usage.input_tokens == 30 and done.result.messages == list(streamed_session.messages)
+    assert done.result.usage.input_tokens == 30 and done.result.messages == list(
+        streamed_session.messages
+    )
 
 
 def test_run_sync_consumes_the_same_stream() -> None:
@@ -101,7 +125,10 @@ async def test_parallel_tools_finishing_out_of_order_keep_declared_order() -> No
         return name
 
     provider = ScriptedProvider(
-        [Reply(tool_calls=[call("wait_for", name="slow"), call("wait_for", name="fast")]), Reply(text="ok")]
+        [
+            Reply(tool_calls=[call("wait_for", name="slow"), call("wait_for", name="fast")]),
+            Reply(text="ok"),
+        ]
     )
     session = InMemorySession()
     finished: list[str] = []
@@ -138,13 +165,18 @@ async def test_sequential_tools_and_disabled_parallelism_run_one_at_a_time() -> 
         """Must run alone."""
         return await body()
 
-    replies = [Reply(tool_calls=[call("free"), call("free"), call("exclusive"), call("free")]), Reply(text="done")]
+    replies = [
+        Reply(tool_calls=[call("free"), call("free"), call("exclusive"), call("free")]),
+        Reply(text="done"),
+    ]
     await tether.Agent(ScriptedProvider(replies), tools=[free, exclusive], config=Config()).run("x")
     assert peak == 2  # the two leading free calls overlap; exclusive runs alone
 
     peak = 0
     replies = [Reply(tool_calls=[call("free"), call("free")]), Reply(text="done")]
-    await tether.Agent(ScriptedProvider(replies), tools=[free], config=Config(), parallel_tools=False).run("x")
+    await tether.Agent(
+        ScriptedProvider(replies), tools=[free], config=Config(), parallel_tools=False
+    ).run("x")
     assert peak == 1
 
 
@@ -180,14 +212,19 @@ async def test_tool_failures_become_error_results_and_the_run_goes_on() -> None:
     assert all(r.is_error for r in results) and result.tool_errors == 5
     assert results[0].text == "Tool `explode` failed: RuntimeError: disk on fire"
     assert "timed out after 0.01 s" in results[1].text
-    assert "no tool named `nonexistent_tool`" in results[2].text and "add, explode, hang" in results[2].text
+    assert (
+        "no tool named `nonexistent_tool`" in results[2].text
+        and "add, explode, hang" in results[2].text
+    )
     assert "not a valid JSON object" in results[3].text
     assert "- a: Input should be a valid integer" in results[4].text
     assert_invariant(session.messages)
 
 
 async def test_max_tokens_stop_answers_cut_off_calls_and_ends_with_a_typed_outcome() -> None:
-    provider = ScriptedProvider([Reply(text="partial", tool_calls=[call("add", a=1)], stop_reason=StopReason.MAX_TOKENS)])
+    provider = ScriptedProvider(
+        [Reply(text="partial", tool_calls=[call("add", a=1)], stop_reason=StopReason.MAX_TOKENS)]
+    )
     session = InMemorySession()
     result = await agent_for(provider).run("x", session=session)
     assert result.outcome is Outcome.MAX_TOKENS and result.stop_reason is StopReason.MAX_TOKENS
@@ -198,11 +235,15 @@ async def test_max_tokens_stop_answers_cut_off_calls_and_ends_with_a_typed_outco
 
 
 async def test_refusal_and_stop_sequence_outcomes() -> None:
-    refused = await agent_for(ScriptedProvider([Reply(text="I can't.", stop_reason=StopReason.REFUSAL)])).run("x")
+    refused = await agent_for(
+        ScriptedProvider([Reply(text="I can't.", stop_reason=StopReason.REFUSAL)])
+    ).run("x")
     assert refused.outcome is Outcome.REFUSAL and not refused.ok
     with pytest.raises(tether.errors.RefusalError):
         refused.raise_for_outcome()
-    stopped = await agent_for(ScriptedProvider([Reply(text="END", stop_reason=StopReason.STOP_SEQUENCE)])).run("x")
+    stopped = await agent_for(
+        ScriptedProvider([Reply(text="END", stop_reason=StopReason.STOP_SEQUENCE)])
+    ).run("x")
     assert stopped.ok and stopped.stop_reason is StopReason.STOP_SEQUENCE
 
 
@@ -210,7 +251,10 @@ async def test_images_are_rehomed_for_models_that_cannot_take_them_in_tool_resul
     @tether.tool
     def screenshot() -> list[TextBlock | ImageBlock]:
         """Screenshot."""
-        return [TextBlock(text="the screen"), ImageBlock(data="iVBORw0KGgo=", mime_type="image/png")]
+        return [
+            TextBlock(text="the screen"),
+            ImageBlock(data="iVBORw0KGgo=", mime_type="image/png"),
+        ]
 
     replies = [Reply(tool_calls=[call("screenshot")]), Reply(text="I see it.")]
     blind = ScriptedProvider(replies, capabilities=ModelCapabilities(images_in_tool_results=False))
@@ -236,7 +280,14 @@ async def test_turn_end_reports_usage_latency_stop_reason_model_and_cost() -> No
 
     caps = ModelCapabilities(pricing=Pricing(input=3.0, output=15.0, cache_read=0.3))
     provider = ScriptedProvider(
-        [Reply(text="hi", usage=Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=500_000))],
+        [
+            Reply(
+                text="hi",
+                usage=Usage(
+                    input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=500_000
+                ),
+            )
+        ],
         capabilities=caps,
     )
     events = [e async for e in agent_for(provider).stream("x")]
@@ -250,4 +301,8 @@ async def test_turn_end_reports_usage_latency_stop_reason_model_and_cost() -> No
 async def test_tool_events_carry_call_ids_names_and_arguments() -> None:
     events = [e async for e in agent_for(ScriptedProvider(script())).stream("x")]
     starts = [(e.call_id, e.name, e.arguments) for e in events if isinstance(e, ToolStart)]
-    assert starts == [("call_1", "add", {"a": 1, "b": 2}), ("call_2", "add", {"a": 3, "b": 4}), ("call_3", "add", {"a": 5, "b": 6})]
+    assert starts == [
+        ("call_1", "add", {"a": 1, "b": 2}),
+        ("call_2", "add", {"a": 3, "b": 4}),
+        ("call_3", "add", {"a": 5, "b": 6}),
+    ]

@@ -31,20 +31,29 @@ async def forecast(city: str, days: int = 1, units: str = "metric") -> str:
 
 def test_schema_and_description_come_from_signature_and_docstring() -> None:
     assert forecast.name == "forecast"
-    assert forecast.description == "Forecast for a city. Use for weather questions; not for climate history."
+    assert (
+        forecast.description
+        == "Forecast for a city. Use for weather questions; not for climate history."
+    )
     assert forecast.parameters == {
         "type": "object",
         "additionalProperties": False,
         "properties": {
             "city": {"type": "string", "description": 'City name, e.g. "Lisbon".'},
-            "days": {"type": "integer", "default": 1, "description": "How many days ahead, from 1 to 7."},
+            "days": {
+                "type": "integer",
+                "default": 1,
+                "description": "How many days ahead, from 1 to 7.",
+            },
             "units": {"type": "string", "default": "metric"},
         },
         "required": ["city"],
     }
 
 
-def test_context_parameter_is_hidden_from_the_model_and_filled_by_the_runner(tmp_path: Path) -> None:
+def test_context_parameter_is_hidden_from_the_model_and_filled_by_the_runner(
+    tmp_path: Path,
+) -> None:
     seen: dict[str, object] = {}
 
     @tether.tool

@@ -71,14 +71,17 @@ class Agent:
     ) -> None:
         self.config = config if config is not None else load_config()
         self.plugins = PluginManager(plugins=plugins)
-        self._model = model if model is not None else self.config.model
-        if self._model is None:
+        chosen = model if model is not None else self.config.model
+        if chosen is None:
             raise ConfigError(
                 'No model configured. Pass Agent(model="provider/model") or set `model` in '
                 "tether.toml (or the TETHER_MODEL environment variable)."
             )
+        self._model: str | Provider = chosen
         self.system = system if system is not None else (self.config.system or "")
-        self._tool_specs: list[ToolSpec] = list(tools) if tools is not None else list(self.config.tools)
+        self._tool_specs: list[ToolSpec] = (
+            list(tools) if tools is not None else list(self.config.tools)
+        )
         self.session = session
         self._compaction_spec = compaction
         self.memory = memory
@@ -89,7 +92,9 @@ class Agent:
         else:
             self.limits = LimitsConfig.model_validate(dict(limits))
         self.retry = retry or RetryPolicy()
-        self.parallel_tools = self.config.parallel_tools if parallel_tools is None else parallel_tools
+        self.parallel_tools = (
+            self.config.parallel_tools if parallel_tools is None else parallel_tools
+        )
         self.max_output_tokens = max_output_tokens or self.config.max_output_tokens
         self.temperature = temperature if temperature is not None else self.config.temperature
         self.thinking = thinking
@@ -118,7 +123,13 @@ class Agent:
         target = session or self.session or InMemorySession()
         if self.memory is not None:
             settings = self._with_memory(settings, target)
-        run = Run(settings, target, _as_message(prompt), cancel=cancel, deps=deps if deps is not None else self.deps)
+        run = Run(
+            settings,
+            target,
+            _as_message(prompt),
+            cancel=cancel,
+            deps=deps if deps is not None else self.deps,
+        )
         async for event in run.events():
             yield event
 
@@ -145,7 +156,9 @@ class Agent:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.run(prompt, **kwargs))
-        raise RuntimeError("run_sync() cannot be called from a running event loop; use `await agent.run(...)`.")
+        raise RuntimeError(
+            "run_sync() cannot be called from a running event loop; use `await agent.run(...)`."
+        )
 
     async def aclose(self) -> None:
         """Release the provider's resources."""
@@ -227,9 +240,14 @@ class Agent:
                 items = [as_tool(spec)]
             for item in items:
                 if item.name in resolved and resolved[item.name] is not item:
-                    raise ConfigError(f'Two tools are named "{item.name}". Tool names must be unique per agent.')
+                    raise ConfigError(
+                        f'Two tools are named "{item.name}". Tool names must be unique per agent.'
+                    )
                 resolved[item.name] = item
-                settings[item.name] = {**configured.get(group or "", {}), **configured.get(item.name, {})}
+                settings[item.name] = {
+                    **configured.get(group or "", {}),
+                    **configured.get(item.name, {}),
+                }
         return resolved, settings
 
     def _resolve_compaction(self) -> CompactionStrategy:

@@ -35,18 +35,22 @@ def parse_model_string(
     """
     original = model.strip()
     if not original:
-        raise ConfigError('No model given. Pass model="provider/model" or set `model` in tether.toml.')
+        raise ConfigError(
+            'No model given. Pass model="provider/model" or set `model` in tether.toml.'
+        )
     resolved = (aliases or {}).get(original, original)
     installed = providers.names()
     if "/" in resolved:
         name, _, model_id = resolved.partition("/")
         if name not in providers:
-            raise UnknownProviderError(_unknown_provider(name, installed), name=name, installed=installed)
+            raise UnknownProviderError(
+                _unknown_provider(name, installed), name=name, installed=installed
+            )
         if not model_id:
             raise ConfigError(f'Model string "{original}" names no model after "{name}/".')
         return ModelRef(name, model_id)
-    name = providers.for_bare_model(resolved)
-    if name is None:
+    bare = providers.for_bare_model(resolved)
+    if bare is None:
         near = difflib.get_close_matches(resolved, list((aliases or {}).keys()), n=3, cutoff=0.6)
         hint = f" Did you mean the alias {', '.join(repr(n) for n in near)}?" if near else ""
         raise UnknownProviderError(
@@ -55,7 +59,7 @@ def parse_model_string(
             name=resolved,
             installed=installed,
         )
-    return ModelRef(name, resolved)
+    return ModelRef(bare, resolved)
 
 
 def _unknown_provider(name: str, installed: list[str]) -> str:
@@ -66,4 +70,6 @@ def _unknown_provider(name: str, installed: list[str]) -> str:
 
 
 def _listing(names: list[str]) -> str:
-    return ", ".join(names) if names else "none (install a provider plugin such as tether-anthropic)"
+    return (
+        ", ".join(names) if names else "none (install a provider plugin such as tether-anthropic)"
+    )

@@ -181,7 +181,9 @@ def tool(
 class Toolset:
     """A named group of tools, enabled together by name (``tools = ["fs"]`` in config)."""
 
-    def __init__(self, name: str, tools: Iterable[Tool | Callable[..., Any]], description: str = ""):
+    def __init__(
+        self, name: str, tools: Iterable[Tool | Callable[..., Any]], description: str = ""
+    ):
         self.name = name
         self.description = description
         self.tools: list[Tool] = [as_tool(t) for t in tools]
@@ -203,7 +205,9 @@ def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
 
 
 # -- results ------------------------------------------------------------------------
-TRUNCATION_MARKER = "\n\n[... {omitted} characters omitted: output exceeded {limit} characters ...]\n\n"
+TRUNCATION_MARKER = (
+    "\n\n[... {omitted} characters omitted: output exceeded {limit} characters ...]\n\n"
+)
 
 
 def cap_text(text: str, limit: int | None) -> str:
@@ -228,8 +232,15 @@ def result_content(value: Any, limit: int | None) -> str | list[TextBlock | Imag
         return [value]
     if isinstance(value, TextBlock):
         return [TextBlock(text=cap_text(value.text, limit))]
-    if isinstance(value, list) and value and all(isinstance(v, TextBlock | ImageBlock) for v in value):
-        return [TextBlock(text=cap_text(v.text, limit)) if isinstance(v, TextBlock) else v for v in value]
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, TextBlock | ImageBlock) for v in value)
+    ):
+        return [
+            TextBlock(text=cap_text(v.text, limit)) if isinstance(v, TextBlock) else v
+            for v in value
+        ]
     if value is None:
         return ""
     if isinstance(value, BaseModel):
@@ -290,8 +301,12 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         return typing.get_type_hints(fn, include_extras=True)
     except NameError:
         annotations = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
-        holder = type("_Parameters", (), {"__annotations__": annotations, "__module__": fn.__module__})
-        return typing.get_type_hints(holder, globalns=getattr(fn, "__globals__", None), include_extras=True)
+        holder = type(
+            "_Parameters", (), {"__annotations__": annotations, "__module__": fn.__module__}
+        )
+        return typing.get_type_hints(
+            holder, globalns=getattr(fn, "__globals__", None), include_extras=True
+        )
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -310,11 +325,10 @@ _ARG_LINE = re.compile(r"^\s{0,8}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """Split a Google-style docstring into (description, {param: description})."""
     lines = doc.splitlines()
-    for index, line in enumerate(lines):
-        if _ARGS_HEADER.match(line.strip()):
-            break
-    else:
+    header = next((i for i, line in enumerate(lines) if _ARGS_HEADER.match(line.strip())), None)
+    if header is None:
         return doc.strip(), {}
+    index = header
     description = "\n".join(lines[:index]).strip()
     section: list[str] = []
     for line in lines[index + 1 :]:

@@ -18,6 +18,7 @@ without finishing the response, which clients see as a connection dropped mid-st
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -51,7 +52,9 @@ class FakeResponse:
     drop_after: int | None = None
 
     @classmethod
-    def json(cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> FakeResponse:
+    def json(
+        cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None
+    ) -> FakeResponse:
         return cls(
             status=status,
             headers={"content-type": "application/json", **(headers or {})},
@@ -79,7 +82,11 @@ class FakeResponse:
         chunks = split_bytes(b"".join(parts), _event_offsets(parts, split_at))
         return cls(
             status=status,
-            headers={"content-type": "text/event-stream", "cache-control": "no-cache", **(headers or {})},
+            headers={
+                "content-type": "text/event-stream",
+                "cache-control": "no-cache",
+                **(headers or {}),
+            },
             chunks=chunks,
             drop_after=drop_after,
         )
@@ -97,7 +104,7 @@ def _event_offsets(parts: Sequence[bytes], extra: Sequence[int]) -> list[int]:
 def split_bytes(data: bytes, offsets: Sequence[int]) -> list[bytes]:
     """``data`` cut at the given byte offsets (out-of-range offsets are ignored)."""
     cuts = [0, *sorted(o for o in set(offsets) if 0 < o < len(data)), len(data)]
-    return [data[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
 Handler = Callable[[RecordedRequest], FakeResponse]
@@ -173,7 +180,11 @@ class FakeServer:
         if self._handler is not None:
             return self._handler(request)
         return FakeResponse.json(
-            {"error": {"message": f"FakeServer: no response queued for {request.method} {request.path}"}},
+            {
+                "error": {
+                    "message": f"FakeServer: no response queued for {request.method} {request.path}"
+                }
+            },
             status=599,
         )
 

@@ -46,7 +46,9 @@ def invariant_violations(messages: Sequence[Message]) -> list[str]:
         elif message.role == "tool":
             previous = messages[index - 1] if index > 0 else None
             if previous is None or previous.role != "assistant" or not previous.tool_calls:
-                problems.append(f"message {index}: tool message without a preceding assistant tool call")
+                problems.append(
+                    f"message {index}: tool message without a preceding assistant tool call"
+                )
     return problems
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
@@ -35,7 +35,14 @@ from ..errors import (
 )
 from ..events import TextDelta, ThinkingDelta
 from ..messages import Message, StopReason, TextBlock, ThinkingBlock, ToolCallBlock, Usage
-from ..provider import BaseProvider, ModelCapabilities, ModelInfo, ModelRequest, ModelResponse, ProviderEvent
+from ..provider import (
+    BaseProvider,
+    ModelCapabilities,
+    ModelInfo,
+    ModelRequest,
+    ModelResponse,
+    ProviderEvent,
+)
 
 __all__ = [
     "Failure",
@@ -99,11 +106,15 @@ class Failure:
 
 
 def rate_limited(retry_after: float | None = 1.0) -> Failure:
-    return Failure(RateLimitError("Rate limited (scripted).", retry_after=retry_after, provider="scripted"))
+    return Failure(
+        RateLimitError("Rate limited (scripted).", retry_after=retry_after, provider="scripted")
+    )
 
 
 def server_error(status: int = 500) -> Failure:
-    return Failure(ServerError(f"Server error {status} (scripted).", status_code=status, provider="scripted"))
+    return Failure(
+        ServerError(f"Server error {status} (scripted).", status_code=status, provider="scripted")
+    )
 
 
 def overloaded(after: Reply | None = None, partial: int = 0) -> Failure:
@@ -112,7 +123,11 @@ def overloaded(after: Reply | None = None, partial: int = 0) -> Failure:
 
 def connection_dropped(after: Reply | None = None, partial: int = 0) -> Failure:
     """The connection drops after ``partial`` deltas of ``after`` were streamed."""
-    return Failure(ProviderConnectionError("Connection dropped (scripted).", provider="scripted"), after, partial)
+    return Failure(
+        ProviderConnectionError("Connection dropped (scripted).", provider="scripted"),
+        after,
+        partial,
+    )
 
 
 def auth_failed(variable: str = "SCRIPTED_API_KEY") -> Failure:
@@ -126,7 +141,9 @@ def auth_failed(variable: str = "SCRIPTED_API_KEY") -> Failure:
 
 
 def context_overflow() -> Failure:
-    return Failure(ContextOverflowError("Prompt is too long (scripted).", provider="scripted", status_code=400))
+    return Failure(
+        ContextOverflowError("Prompt is too long (scripted).", provider="scripted", status_code=400)
+    )
 
 
 Script = Reply | Failure
@@ -219,8 +236,12 @@ class ScriptedProvider(BaseProvider):
             if not tool_call.id:
                 tool_call = tool_call.model_copy(update={"id": f"call_{next(self._ids)}"})
             content.append(tool_call)
-        stop = reply.stop_reason or (StopReason.TOOL_USE if reply.tool_calls else StopReason.END_TURN)
+        stop = reply.stop_reason or (
+            StopReason.TOOL_USE if reply.tool_calls else StopReason.END_TURN
+        )
         model = f"{self.name}/{request.model}"
         message = Message(role="assistant", content=content)
         message.meta.model = model
-        return ModelResponse(message=message, stop_reason=stop, usage=reply.usage or self._usage, model=model)
+        return ModelResponse(
+            message=message, stop_reason=stop, usage=reply.usage or self._usage, model=model
+        )
