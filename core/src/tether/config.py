@@ -165,7 +165,9 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
                 f"Config file {file} does not exist. Create it, or unset TETHER_CONFIG."
             ) from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{file} is not valid TOML: {exc}. Fix the file and try again.") from exc
+            raise ConfigError(
+                f"{file} is not valid TOML: {exc}. Fix the file and try again."
+            ) from exc
     config = parse_config(data, source=file)
     if os.environ.get("TETHER_MODEL"):
         config.model = os.environ["TETHER_MODEL"]

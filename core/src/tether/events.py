@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Compaction",
     "Done",
-    "RunEvent",
     "Retry",
+    "RunEvent",
     "TextDelta",
     "ThinkingDelta",
     "ToolEnd",

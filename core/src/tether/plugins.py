@@ -136,7 +136,9 @@ class PluginManager:
             self._fail(name, distribution, version, module, f"failed to register: {exc!r}", exc)
             return
         hooks = sorted(
-            h.name for h in (self._pm.get_hookcallers(plugin) or []) if h.name.startswith("register_")
+            h.name
+            for h in (self._pm.get_hookcallers(plugin) or [])
+            if h.name.startswith("register_")
         )
         self._sources[name] = Source(name, distribution)
         self.plugins.append(PluginInfo(name, distribution, version, module, hooks))

@@ -42,7 +42,14 @@ from .errors import (
 )
 from .events import Compaction, Done, Retry, RunEvent, ToolEnd, ToolStart, TurnEnd
 from .messages import Message, StopReason, ToolCallBlock, ToolResultBlock, Usage
-from .provider import ModelCapabilities, ModelRequest, ModelResponse, Provider, ThinkingConfig, ToolDefinition
+from .provider import (
+    ModelCapabilities,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ThinkingConfig,
+    ToolDefinition,
+)
 from .result import Outcome, RunResult
 from .sessions import Session
 from .tool_execution import INTERRUPTED, ToolExecutor, interrupted_result, rehome_images
@@ -202,7 +209,9 @@ class Run:
                 calls = message.tool_calls
                 if stop_reason is StopReason.MAX_TOKENS or stop_reason is StopReason.REFUSAL:
                     if calls:
-                        self._answer_unrun(calls, "Not run: the response was cut off before it was complete.")
+                        self._answer_unrun(
+                            calls, "Not run: the response was cut off before it was complete."
+                        )
                     break
                 if not calls:
                     break
@@ -220,7 +229,13 @@ class Run:
             task = self._task
             if self.cancel.cancelled and task is not None and task.cancelling():
                 task.uncancel()
-                yield Done(self._result(Outcome.CANCELLED, stop_reason, RunCancelled(self.cancel.reason or "cancelled")))
+                yield Done(
+                    self._result(
+                        Outcome.CANCELLED,
+                        stop_reason,
+                        RunCancelled(self.cancel.reason or "cancelled"),
+                    )
+                )
                 return
             raise
         except RunCancelled as exc:
@@ -390,7 +405,9 @@ class Run:
                 if self._deadline is not None:
                     timeout = max(self._deadline - time.perf_counter(), 0.0)
                 self._arm()
-                done, pending = await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                done, pending = await asyncio.wait(
+                    pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
                 self._armed = False
                 if not done:
                     raise WallTimeExceeded(
@@ -405,15 +422,25 @@ class Run:
         finally:
             # Keep what finished before an interruption; cancel the rest.
             for task, (index, _) in started.items():
-                if results[index] is None and task.done() and not task.cancelled() and task.exception() is None:
+                if (
+                    results[index] is None
+                    and task.done()
+                    and not task.cancelled()
+                    and task.exception() is None
+                ):
                     results[index] = task.result()
             for task in pending:
                 task.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
 
-    def _write_results(self, calls: list[ToolCallBlock], results: list[ToolResultBlock | None]) -> None:
-        final = [r if r is not None else interrupted_result(c.id, self._interrupt_reason()) for c, r in zip(calls, results, strict=True)]
+    def _write_results(
+        self, calls: list[ToolCallBlock], results: list[ToolResultBlock | None]
+    ) -> None:
+        final = [
+            r if r is not None else interrupted_result(c.id, self._interrupt_reason())
+            for c, r in zip(calls, results, strict=True)
+        ]
         self.tool_calls += len(final)
         for result in final:
             if result.is_error:
@@ -464,7 +491,11 @@ class Run:
                 f"The run used {total} tokens, reaching its budget of {limits.max_total_tokens}. "
                 "Raise limits.max_total_tokens to allow more."
             )
-        elif limits.max_cost_usd is not None and self.cost is not None and self.cost >= limits.max_cost_usd:
+        elif (
+            limits.max_cost_usd is not None
+            and self.cost is not None
+            and self.cost >= limits.max_cost_usd
+        ):
             error = CostBudgetExceeded(
                 f"The run cost ${self.cost:.4f}, reaching its budget of ${limits.max_cost_usd:.4f}. "
                 "Raise limits.max_cost_usd to allow more."
@@ -541,7 +572,9 @@ class Run:
         if self._armed and self._task is not None and not self._task.done():
             self._task.cancel("tether: cancel token")
 
-    def _result(self, outcome: Outcome, stop_reason: StopReason | None, error: TetherError | None) -> RunResult:
+    def _result(
+        self, outcome: Outcome, stop_reason: StopReason | None, error: TetherError | None
+    ) -> RunResult:
         output = ""
         for message in reversed(self.new_messages):
             if message.role == "assistant":

@@ -95,7 +95,9 @@ class ToolExecutor:
             return self._error(call, str(exc))
         except Exception as exc:
             return self._error(call, f"Tool `{call.name}` failed: {type(exc).__name__}: {exc}")
-        return ToolResultBlock(call_id=call.id, content=result_content(value, tool.max_output_chars))
+        return ToolResultBlock(
+            call_id=call.id, content=result_content(value, tool.max_output_chars)
+        )
 
     def _context(self, call: ToolCallBlock, tool: Tool) -> ToolContext:
         return ToolContext(
@@ -120,13 +122,17 @@ class ToolExecutor:
         return ToolResultBlock(call_id=call.id, content=message, is_error=True)
 
 
-def rehome_images(results: Sequence[ToolResultBlock]) -> tuple[list[ToolResultBlock], Message | None]:
+def rehome_images(
+    results: Sequence[ToolResultBlock],
+) -> tuple[list[ToolResultBlock], Message | None]:
     """For models that cannot see images inside tool results: move each image into one
     user message that follows the tool message, leaving a pointer in the result."""
     images: list[TextBlock | ImageBlock] = []
     moved: list[ToolResultBlock] = []
     for result in results:
-        if isinstance(result.content, str) or not any(isinstance(b, ImageBlock) for b in result.content):
+        if isinstance(result.content, str) or not any(
+            isinstance(b, ImageBlock) for b in result.content
+        ):
             moved.append(result)
             continue
         kept: list[TextBlock | ImageBlock] = []
@@ -140,7 +146,9 @@ def rehome_images(results: Sequence[ToolResultBlock]) -> tuple[list[ToolResultBl
         note = f"[{count} image(s) from this result are attached in the next user message]"
         kept.append(TextBlock(text=note))
         moved.append(result.model_copy(update={"content": kept}))
-        images.insert(len(images) - count, TextBlock(text=f"Images returned by tool call {result.call_id}:"))
+        images.insert(
+            len(images) - count, TextBlock(text=f"Images returned by tool call {result.call_id}:")
+        )
     if not images:
         return list(results), None
     return moved, Message(role="user", content=list(images))

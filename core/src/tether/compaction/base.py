@@ -60,7 +60,9 @@ class NoCompaction:
 
     def __init__(self, **settings: object) -> None:
         if settings:
-            raise TypeError(f"The 'none' compaction strategy takes no settings, got {sorted(settings)}.")
+            raise TypeError(
+                f"The 'none' compaction strategy takes no settings, got {sorted(settings)}."
+            )
 
     async def compact(self, context: CompactionContext) -> CompactionResult | None:
         return None
