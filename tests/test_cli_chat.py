@@ -1,0 +1,140 @@
+"""``tether chat``: a named session that survives restarts, Ctrl-C that cancels one
+response and keeps the history valid, Ctrl-D that exits. The model is
+``tests/cli_fake_model.py`` (loaded with ``-p``)."""
+
+from __future__ import annotations
+
+import selectors
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tether.cli import cli
+from tether.sessions import JsonlSession, load_session_file
+from tether.testing import assert_invariant
+
+TESTS = Path(__file__).parent
+TETHER = Path(sys.executable).with_name("tether")
+FAKE = ["-p", "cli_fake_model"]
+
+
+@pytest.fixture(autouse=True)
+def cli_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No user config, no installed plugins, the fake model importable, its key set."""
+    config = tmp_path / "chat.toml"
+    config.write_text('model = "fake/fake-small"\ntools = ["add", "wait_forever"]\n')
+    monkeypatch.setenv("TETHER_CONFIG", str(config))
+    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.delenv("TETHER_MODEL", raising=False)
+    monkeypatch.setenv("FAKE_MODEL_API_KEY", "test-key")
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def chat(*args: str, input: str) -> Result:
+    return CliRunner().invoke(cli, [*FAKE, "chat", *args], input=input, catch_exceptions=False)
+
+
+def session_file(tmp_path: Path, name: str) -> Path:
+    return tmp_path / "data" / "sessions" / f"{name}.jsonl"
+
+
+def test_a_named_session_resumes_where_it_left_off(tmp_path: Path) -> None:
+    first = chat("--session", "work", input="hello\nadd 1 2\n")
+    assert first.exit_code == 0, first.stderr
+    assert "You said: hello" in first.stdout and "Tool said: 3" in first.stdout
+    assert 'New session "work"' in first.stderr
+
+    second = chat("--session", "work", input="history\n")
+    assert second.exit_code == 0, second.stderr
+    assert 'Resumed session "work" (6 messages)' in second.stderr
+    # user, assistant, user, assistant+call, tool result, assistant, and now the new prompt
+    assert "I was sent 7 messages." in second.stdout
+    stored = load_session_file(session_file(tmp_path, "work")).messages
+    assert [m.role for m in stored] == ["user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant"]
+
+
+def test_sessions_with_different_names_are_separate(tmp_path: Path) -> None:
+    chat("--session", "one", input="hello\n")
+    other = chat("--session", "two", input="history\n")
+    assert "I was sent 1 messages." in other.stdout
+    assert session_file(tmp_path, "one").is_file() and session_file(tmp_path, "two").is_file()
+
+
+def test_end_of_input_and_slash_exit_both_quit_cleanly() -> None:
+    assert chat(input="").exit_code == 0
+    result = chat(input="/exit\nhello\n")
+    assert result.exit_code == 0
+    assert "You said" not in result.stdout
+
+
+def test_an_invalid_session_name_is_a_clean_error() -> None:
+    result = chat("--session", "../escape", input="hi\n")
+    assert result.exit_code == 1
+    assert "is not a valid session name" in result.stderr
+
+
+def test_a_session_open_elsewhere_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    path = session_file(tmp_path, "busy")
+    path.parent.mkdir(parents=True)
+    with JsonlSession(path):
+        result = chat("--session", "busy", input="hi\n")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ")
+    assert "Traceback" not in result.output
+
+
+def test_a_missing_key_stops_the_chat_before_the_first_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FAKE_MODEL_API_KEY")
+    result = chat(input="hello\n")
+    assert result.exit_code == 1
+    assert "Set FAKE_MODEL_API_KEY" in result.stderr
+    assert "You said" not in result.stdout
+
+
+def _wait_for(stream: object, marker: str) -> None:
+    selector = selectors.DefaultSelector()
+    selector.register(stream, selectors.EVENT_READ)  # type: ignore[arg-type]
+    while True:
+        assert selector.select(timeout=60), f"no output containing {marker!r}"
+        line = stream.readline()  # type: ignore[attr-defined]
+        assert line, f"the process ended before printing {marker!r}"
+        if marker in line:
+            return
+
+
+def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [str(TETHER), *FAKE, "chat", "--session", "interrupted"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write("wait\n")
+        proc.stdin.flush()
+        _wait_for(proc.stderr, "[tool] wait_forever()")
+        proc.send_signal(signal.SIGINT)
+        _wait_for(proc.stderr, "Cancelled.")
+        out, err = proc.communicate("hello again\n", timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "You said: hello again" in out
+    assert "Traceback" not in err
+
+    messages = load_session_file(session_file(tmp_path, "interrupted")).messages
+    assert_invariant(messages)
+    call = next(c for m in messages for c in m.tool_calls if c.name == "wait_forever")
+    result = next(r for m in messages for r in m.tool_results if r.call_id == call.id)
+    assert result.is_error and "Interrupted" in result.text
+    assert messages[-1].text == "You said: hello again"
