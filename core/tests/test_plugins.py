@@ -256,3 +256,19 @@ def test_import_tether_loads_no_plugins_or_heavy_libraries() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+async def test_event_observers_see_every_event_and_cannot_break_a_run() -> None:
+    seen: list[str] = []
+
+    def register(observers):  # type: ignore[no-untyped-def]
+        observers.add("recorder", lambda event: seen.append(type(event).__name__))
+        observers.add("broken", lambda event: 1 / 0)
+
+    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
+    agent = tether.Agent(
+        provider, tools=[shout], config=Config(), plugins=[plugin_module("obs", register_observers=register)]
+    )
+    result = await agent.run("x")
+    assert result.ok
+    assert seen == ["TurnEnd", "ToolStart", "ToolEnd", "TextDelta", "TurnEnd", "Done"]
