@@ -41,6 +41,8 @@ class KeywordIndex:
         self.k1 = k1
         self.b = b
         self.vocabulary: dict[str, int] = {}
+        #: terms by id (``terms[vocabulary[t]] == t``)
+        self.terms: list[str] = []
         self._lock = threading.RLock()
         self._pos_of: dict[int, int] = {}
         self._slots: list[int] = []
@@ -71,11 +73,20 @@ class KeywordIndex:
             term_id = vocabulary.get(term)
             if term_id is None:
                 term_id = vocabulary[term] = len(vocabulary)
+                self.terms.append(term)
             counts[term_id] = counts.get(term_id, 0) + 1
         return (
             np.fromiter(counts.keys(), dtype=np.int64, count=len(counts)),
             np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
         )
+
+    def load_vocabulary(self, terms: Sequence[str]) -> None:
+        """Start from a stored vocabulary: ``terms[i]`` has id ``i``."""
+        with self._lock:
+            if self.terms:
+                raise RuntimeError("load_vocabulary must be called on an empty index.")
+            self.terms = list(terms)
+            self.vocabulary = {term: i for i, term in enumerate(self.terms)}
 
     def add(
         self, slot: int, term_ids: npt.NDArray[Any], counts: npt.NDArray[Any]

@@ -7,7 +7,8 @@ stages: every vector also has a 1-bit-per-dimension sign code, the query's code 
 compared with all of them by Hamming distance (a few MB, popcounts), and the
 ``candidates`` nearest by code are re-scored exactly. This is the "binary quantisation
 with rescoring" of vector databases; with real embeddings it keeps nearly all of the
-exact top results (the benchmark reports the overlap).
+exact top results (the benchmark reports the overlap). The popcount needs numpy 2;
+with numpy 1.x every search is exact.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class VectorIndex:
                     f"query with the embedder the documents were indexed with."
                 )
             n = self._size
-            if len(self) <= self.exact_limit:
+            if len(self) <= self.exact_limit or not hasattr(np, "bitwise_count"):
                 positions = np.arange(n)
                 scores = self._matrix[:n] @ q
             else:
