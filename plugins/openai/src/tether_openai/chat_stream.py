@@ -1,0 +1,181 @@
+"""Assembling a streamed Chat Completions response into tether events and one message.
+
+Deltas are handed on the moment a chunk arrives. Tool calls arrive as fragments keyed by
+``index`` (the first fragment of each carries its id and name); the argument text is
+joined and decoded once the stream ends. Reasoning text that OpenAI-compatible servers
+stream (``reasoning_content`` from vLLM/DeepSeek-style servers, ``reasoning`` from
+Ollama and OpenRouter) becomes thinking.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.errors import ProviderConnectionError
+from tether.events import TextDelta, ThinkingDelta
+from tether.messages import (
+    Block,
+    Message,
+    MessageMeta,
+    StopReason,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    Usage,
+)
+from tether.provider import ModelResponse, ProviderEvent
+
+from .history import parse_arguments
+
+__all__ = ["ChatAssembler", "chat_usage"]
+
+_FINISH = {
+    "stop": StopReason.END_TURN,
+    "length": StopReason.MAX_TOKENS,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "content_filter": StopReason.REFUSAL,
+}
+_NONE: tuple[ProviderEvent, ...] = ()
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class ChatAssembler:
+    """Feed it each ``ChatCompletionChunk``; :meth:`finish` gives the ``ModelResponse``."""
+
+    __slots__ = (
+        "_calls",
+        "_finish",
+        "_label",
+        "_model_string",
+        "_refusal",
+        "_text",
+        "_thinking",
+        "_usage",
+    )
+
+    def __init__(self, model_string: str, label: str) -> None:
+        self._model_string = model_string
+        self._label = label
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: dict[int, _Call] = {}
+        self._finish: str | None = None
+        self._usage: Any = None
+
+    def feed(self, chunk: Any) -> tuple[ProviderEvent, ...]:
+        """The events carried by one chunk (usually one text delta, often none)."""
+        if chunk.usage is not None:
+            self._usage = chunk.usage
+        choices = chunk.choices
+        if not choices:
+            return _NONE
+        choice = choices[0]
+        if choice.finish_reason is not None:
+            self._finish = choice.finish_reason
+        delta = choice.delta
+        content = delta.content
+        if content and delta.tool_calls is None and not delta.model_extra:
+            self._text.append(content)
+            return (TextDelta(content),)
+        return self._slow(delta)
+
+    def _slow(self, delta: Any) -> tuple[ProviderEvent, ...]:
+        events: list[ProviderEvent] = []
+        extra = delta.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._thinking.append(reasoning)
+            events.append(ThinkingDelta(reasoning))
+        if delta.content:
+            self._text.append(delta.content)
+            events.append(TextDelta(delta.content))
+        if delta.refusal:
+            self._refusal.append(delta.refusal)
+            events.append(TextDelta(delta.refusal))
+        for fragment in delta.tool_calls or ():
+            self._add_fragment(fragment)
+        return tuple(events)
+
+    def _add_fragment(self, fragment: Any) -> None:
+        key = fragment.index
+        call = self._calls.get(key)
+        function = fragment.function
+        if call is not None and fragment.id and call.id != fragment.id and call.name:
+            # Some servers send each complete call with index 0; a new id is a new call.
+            key = max(self._calls) + 1
+            call = None
+        if call is None:
+            call = _Call(id=fragment.id or f"call_{uuid.uuid4().hex[:24]}", name="")
+            self._calls[key] = call
+        elif fragment.id:
+            call.id = fragment.id
+        if function is not None:
+            if function.name and not call.name:
+                call.name = function.name
+            if function.arguments:
+                call.arguments.append(function.arguments)
+
+    def finish(self) -> ModelResponse:
+        """The assembled response. Raises ``ProviderConnectionError`` if the stream ended
+        before the server said why it stopped (a cut connection)."""
+        if self._finish is None:
+            raise ProviderConnectionError(
+                f"The {self._label} stream ended before the response was complete.",
+                provider=self._model_string.partition("/")[0],
+            )
+        blocks: list[Block] = []
+        if self._thinking:
+            blocks.append(ThinkingBlock(text="".join(self._thinking)))
+        text = "".join(self._text) + "".join(self._refusal)
+        if text:
+            blocks.append(TextBlock(text=text))
+        calls: list[ToolCallBlock] = []
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            raw = "".join(call.arguments)
+            arguments, invalid = parse_arguments(raw)
+            calls.append(
+                ToolCallBlock(
+                    id=call.id, name=call.name, arguments=arguments, raw_arguments=invalid
+                )
+            )
+        blocks.extend(calls)
+        stop = _FINISH.get(self._finish, StopReason.END_TURN)
+        if self._refusal:
+            stop = StopReason.REFUSAL
+        elif calls and stop is StopReason.END_TURN:
+            stop = StopReason.TOOL_USE
+        usage = chat_usage(self._usage)
+        message = Message(
+            role="assistant",
+            content=blocks,
+            meta=MessageMeta(model=self._model_string, usage=usage, stop_reason=stop),
+        )
+        return ModelResponse(
+            message=message, stop_reason=stop, usage=usage, model=self._model_string
+        )
+
+
+def chat_usage(raw: Any) -> Usage:
+    """tether usage from a Chat Completions ``usage`` object (absent fields count 0)."""
+    if raw is None:
+        return Usage()
+    prompt = getattr(raw, "prompt_tokens_details", None)
+    completion = getattr(raw, "completion_tokens_details", None)
+    return Usage(
+        input_tokens=raw.prompt_tokens or 0,
+        output_tokens=raw.completion_tokens or 0,
+        cache_read_tokens=(getattr(prompt, "cached_tokens", None) or 0) if prompt else 0,
+        cache_write_tokens=(getattr(prompt, "cache_write_tokens", None) or 0) if prompt else 0,
+        reasoning_tokens=(getattr(completion, "reasoning_tokens", None) or 0) if completion else 0,
+    )

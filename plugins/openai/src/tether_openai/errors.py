@@ -1,0 +1,234 @@
+"""Translation of openai SDK (and transport) exceptions into :mod:`tether.errors`.
+
+Every exception that leaves this plugin is a :class:`~tether.errors.TetherError`; the
+original is kept as ``__cause__``. Messages say what went wrong and what to do, and never
+contain the API key (OpenAI echoes a masked key in some 401 messages; it is scrubbed).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tether.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    InvalidRequestError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    RefusalError,
+    ServerError,
+)
+
+__all__ = ["ErrorContext", "from_stream_error", "is_context_overflow", "retry_after", "translate"]
+
+_OVERFLOW = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|context window|"
+    r"exceeds? the (?:available )?context|context size|prompt is too long|too many tokens|"
+    r"input is too long",
+    re.IGNORECASE,
+)
+_KEYLIKE = re.compile(r"\b(?:sk|rk|or)-[A-Za-z0-9_\-*.]{4,}")
+_REFUSAL_CODES = frozenset(
+    {
+        "bio_policy",
+        "misalignment_policy_violation",
+        "image_content_policy_violation",
+        "content_filter",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContext:
+    """What an error message needs to name: the provider, its label, the key variable,
+    the endpoint, and the secret to scrub."""
+
+    provider: str
+    label: str
+    key_env: str
+    base_url: str
+    secret: str | None = None
+
+    def clean(self, text: str) -> str:
+        if self.secret:
+            text = text.replace(self.secret, "***")
+        return _KEYLIKE.sub("***", text)
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def is_context_overflow(code: str | None, message: str) -> bool:
+    return code == "context_length_exceeded" or bool(_OVERFLOW.search(message))
+
+
+def _fields(body: object) -> tuple[str | None, str | None, str]:
+    """(code, type, message) of an OpenAI error body (``{"error": {...}}`` or the inner dict)."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if not isinstance(body, Mapping):
+        return None, None, str(body) if body else ""
+    code = body.get("code")
+    kind = body.get("type")
+    message = body.get("message")
+    return (
+        str(code) if code is not None else None,
+        str(kind) if kind is not None else None,
+        str(message) if message else "",
+    )
+
+
+def from_stream_error(
+    code: str | None, message: str, ctx: ErrorContext, kind: str | None = None
+) -> ProviderError:
+    """The tether error for an error reported inside a 200 stream (a Chat Completions
+    ``{"error": ...}`` chunk, a Responses ``error`` event or ``response.failed``)."""
+    text = ctx.clean(message or "no message")
+    name = ctx.provider
+    where = f"{ctx.label} reported an error mid-stream"
+    tags = f"{code or ''} {kind or ''}".lower()
+    if is_context_overflow(code, text):
+        return ContextOverflowError(
+            f"{where}: the prompt is too long for the model: {text}", provider=name
+        )
+    if "overload" in tags or "overload" in text.lower():
+        return OverloadedError(
+            f"{where}: the service is overloaded: {text}. Retrying later helps.", provider=name
+        )
+    if "rate_limit" in tags:
+        return RateLimitError(f"{where}: rate limited: {text}", provider=name, status_code=None)
+    if code in _REFUSAL_CODES:
+        return RefusalError(f"{where}: the request was refused ({code}): {text}", provider=name)
+    if "invalid_request" in tags or (code is not None and code.startswith(("invalid_", "image_"))):
+        return InvalidRequestError(
+            f"{where}: the request was rejected ({code or kind}): {text}", provider=name
+        )
+    return ServerError(f"{where} ({code or kind or 'server_error'}): {text}", provider=name)
+
+
+def translate(exc: BaseException, ctx: ErrorContext) -> ProviderError:
+    """The tether error for an exception raised by the openai SDK or its HTTP stack."""
+    import openai
+
+    name = ctx.provider
+    if isinstance(exc, openai.APITimeoutError) or _is_transport(exc, "TimeoutException"):
+        return ProviderTimeoutError(
+            f"{ctx.label} did not answer in time ({ctx.base_url}). Raise `timeout` in "
+            f"[providers.{name}] if responses are legitimately slow.",
+            provider=name,
+        )
+    if isinstance(exc, openai.APIConnectionError) or _is_transport(exc, "TransportError"):
+        cause = exc.__cause__ or exc
+        return ProviderConnectionError(
+            f"The connection to {ctx.label} ({ctx.base_url}) failed or dropped: "
+            f"{ctx.clean(str(cause) or type(cause).__name__)}. Check that the server is reachable.",
+            provider=name,
+        )
+    if isinstance(exc, openai.APIStatusError):
+        return _from_status(exc, ctx)
+    if isinstance(exc, openai.APIError):
+        code, kind, message = _fields(exc.body)
+        return from_stream_error(code, message or str(exc), ctx, kind)
+    return ProviderError(f"{ctx.label} client error: {ctx.clean(str(exc))}", provider=name)
+
+
+def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
+    status: int = exc.status_code
+    code, kind, message = _fields(exc.body)
+    text = ctx.clean(message or str(exc))
+    name = ctx.provider
+    headers = exc.response.headers if exc.response is not None else None
+    if status == 401:
+        return AuthenticationError(
+            f"{ctx.label} rejected the API key (HTTP 401: {text}). Set {ctx.key_env} to a valid key.",
+            provider=name,
+            status_code=status,
+        )
+    if status == 403:
+        return PermissionDeniedError(
+            f"{ctx.label} refused access (HTTP 403: {text}). The key works but may not use this "
+            "model or feature; check the project's permissions.",
+            provider=name,
+            status_code=status,
+        )
+    if status == 429:
+        if code == "insufficient_quota":
+            error = RateLimitError(
+                f"{ctx.label} says the account is out of quota (HTTP 429: {text}). Add credit or "
+                "raise the limit; retrying will not help.",
+                provider=name,
+            )
+            error.retryable = False
+            return error
+        return RateLimitError(
+            f"{ctx.label} rate limit reached (HTTP 429: {text}).",
+            retry_after=retry_after(headers),
+            provider=name,
+        )
+    if status in (400, 413, 422) and is_context_overflow(code, text):
+        return ContextOverflowError(
+            f"The prompt is too long for the model (HTTP {status}: {text}).",
+            provider=name,
+            status_code=status,
+        )
+    if status == 404:
+        return InvalidRequestError(
+            f"{ctx.label} answered 404 ({text}). Check the model name and the base URL ({ctx.base_url}).",
+            provider=name,
+            status_code=status,
+        )
+    if status == 408:
+        return ProviderTimeoutError(
+            f"{ctx.label} timed out (HTTP 408: {text}).", provider=name, status_code=status
+        )
+    if status in (503, 529) or "overload" in text.lower():
+        return OverloadedError(
+            f"{ctx.label} is overloaded (HTTP {status}: {text}).", provider=name, status_code=status
+        )
+    if status >= 500 or status == 409:
+        return ServerError(
+            f"{ctx.label} server error (HTTP {status}: {text}).", provider=name, status_code=status
+        )
+    return InvalidRequestError(
+        f"{ctx.label} rejected the request (HTTP {status}, {code or kind or 'invalid_request'}: {text}).",
+        provider=name,
+        status_code=status,
+    )
+
+
+def _is_transport(exc: BaseException, base: str) -> bool:
+    """Whether ``exc`` is an httpx/httpx2 exception derived from ``base``."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ == base and cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore"):
+            return True
+    return False

@@ -1,0 +1,53 @@
+"""tether hooks of ``tether-openai``: the ``openai`` provider, one provider per
+OpenAI-compatible server profile (``ollama``, ``vllm``, ``lmstudio``, ``llamacpp``,
+``openrouter``), and the ``openai`` embedder. Nothing here imports the openai SDK."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import tether
+
+from .profiles import PROFILES, Profile
+
+if TYPE_CHECKING:
+    from tether.config import ProviderConfig
+    from tether.registry import EmbedderRegistrar, ProviderRegistrar
+
+    from .embedder import OpenAIEmbedder
+    from .provider import OpenAIProvider
+
+__all__ = ["register_embedders", "register_providers"]
+
+
+def _factory(profile: Profile) -> Any:
+    def build(config: ProviderConfig) -> OpenAIProvider:
+        from .provider import OpenAIProvider
+
+        return OpenAIProvider(config, profile=profile)
+
+    build.__name__ = f"{profile.name}_provider"
+    build.__doc__ = profile.description
+    return build
+
+
+def _embedder(**settings: Any) -> OpenAIEmbedder:
+    from .embedder import OpenAIEmbedder
+
+    return OpenAIEmbedder(**settings)
+
+
+@tether.hookimpl
+def register_providers(providers: ProviderRegistrar) -> None:
+    for profile in PROFILES:
+        providers.add(
+            profile.name,
+            _factory(profile),
+            prefixes=profile.prefixes,
+            description=profile.description,
+        )
+
+
+@tether.hookimpl
+def register_embedders(embedders: EmbedderRegistrar) -> None:
+    embedders.add("openai", _embedder)

@@ -1,0 +1,114 @@
+"""Named profiles: OpenAI itself and the OpenAI-compatible servers tether knows by name.
+
+Each profile is registered as its own provider, so ``ollama/llama3.2`` or
+``openrouter/anthropic/claude-sonnet-4`` work with nothing but the server (or the key) in
+place. A profile fixes what differs between servers: the default base URL, which
+environment variable holds the key and whether one is needed at all, and which OpenAI
+features the server understands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tether.provider import ModelCapabilities, ModelInfo
+
+from .catalogue import CHAT_DEFAULT, OPENAI_MODELS
+
+__all__ = ["OPENAI", "PROFILES", "Profile"]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How to reach one OpenAI-style API.
+
+    ``base_url`` is the default endpoint (``None``: the SDK's own default, which honours
+    ``OPENAI_BASE_URL``); ``base_url_env`` names a variable that overrides it.
+    ``key_required=False`` means requests go out without a key when none is configured
+    (local servers). ``openai_features`` enables what only OpenAI's API accepts: the
+    Responses API, ``prompt_cache_key``, ``max_completion_tokens`` and ``reasoning_effort``.
+    """
+
+    name: str
+    label: str
+    key_env: str
+    key_required: bool
+    base_url: str | None
+    base_url_env: str | None = None
+    openai_features: bool = False
+    prefixes: tuple[str, ...] = ()
+    models: tuple[ModelInfo, ...] = ()
+    default_capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
+    description: str = ""
+
+
+_LOCAL = ModelCapabilities(context_window=8_192, max_output_tokens=4_096)
+
+OPENAI = Profile(
+    name="openai",
+    label="OpenAI",
+    key_env="OPENAI_API_KEY",
+    key_required=True,
+    base_url=None,
+    openai_features=True,
+    prefixes=("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-"),
+    models=OPENAI_MODELS,
+    default_capabilities=CHAT_DEFAULT,
+    description="OpenAI: Chat Completions and the Responses API.",
+)
+
+PROFILES: tuple[Profile, ...] = (
+    OPENAI,
+    Profile(
+        name="ollama",
+        label="Ollama",
+        key_env="OLLAMA_API_KEY",
+        key_required=False,
+        base_url="http://localhost:11434/v1",
+        base_url_env="OLLAMA_BASE_URL",
+        default_capabilities=_LOCAL,
+        description="A local Ollama server (OpenAI-compatible API).",
+    ),
+    Profile(
+        name="vllm",
+        label="vLLM",
+        key_env="VLLM_API_KEY",
+        key_required=False,
+        base_url="http://localhost:8000/v1",
+        base_url_env="VLLM_BASE_URL",
+        default_capabilities=ModelCapabilities(context_window=32_768, max_output_tokens=8_192),
+        description="A vLLM server (OpenAI-compatible API).",
+    ),
+    Profile(
+        name="lmstudio",
+        label="LM Studio",
+        key_env="LMSTUDIO_API_KEY",
+        key_required=False,
+        base_url="http://localhost:1234/v1",
+        base_url_env="LMSTUDIO_BASE_URL",
+        default_capabilities=_LOCAL,
+        description="LM Studio's local server (OpenAI-compatible API).",
+    ),
+    Profile(
+        name="llamacpp",
+        label="llama.cpp server",
+        key_env="LLAMACPP_API_KEY",
+        key_required=False,
+        base_url="http://localhost:8080/v1",
+        base_url_env="LLAMACPP_BASE_URL",
+        default_capabilities=_LOCAL,
+        description="llama.cpp's llama-server (OpenAI-compatible API).",
+    ),
+    Profile(
+        name="openrouter",
+        label="OpenRouter",
+        key_env="OPENROUTER_API_KEY",
+        key_required=True,
+        base_url="https://openrouter.ai/api/v1",
+        base_url_env="OPENROUTER_BASE_URL",
+        default_capabilities=ModelCapabilities(
+            context_window=128_000, max_output_tokens=16_384, vision=True
+        ),
+        description="OpenRouter: many vendors' models behind one OpenAI-compatible API.",
+    ),
+)

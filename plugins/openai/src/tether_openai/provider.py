@@ -1,0 +1,172 @@
+"""The provider: one class serving OpenAI and every OpenAI-compatible profile.
+
+Which API a request uses is decided per model, as data: ``api = "responses" | "chat"``
+in ``[providers.<name>]`` (or per model under ``[providers.<name>.models."<id>"]``),
+else the Responses API for OpenAI's reasoning models and Chat Completions for everything
+else. OpenAI-compatible servers default to Chat Completions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from tether.config import ProviderConfig
+from tether.errors import ConfigError, TetherError
+from tether.provider import BaseProvider, ModelCapabilities, ModelRequest, ProviderEvent
+
+from .chat_request import chat_params
+from .chat_stream import ChatAssembler
+from .client import Connection, make_client
+from .errors import translate
+from .profiles import OPENAI, Profile
+from .responses_request import responses_params
+from .responses_stream import ResponsesAssembler
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIProvider"]
+
+_APIS = ("responses", "chat")
+_SDK_MODULES = frozenset({"openai", "httpx", "httpx2", "httpcore", "h11", "h2", "anyio"})
+
+
+class OpenAIProvider(BaseProvider):
+    """OpenAI (or an OpenAI-compatible server, per ``profile``) behind tether's provider API.
+
+    :param config: the ``[providers.<name>]`` section. Recognised extra keys: ``api``
+        (``"responses"`` or ``"chat"``) and ``reasoning_summary`` (``"auto"``,
+        ``"concise"``, ``"detailed"``, or ``""`` to not ask for summaries).
+    :param profile: which API family member this is (see :mod:`tether_openai.profiles`).
+    :param client: an ``AsyncOpenAI`` client to use instead of building one (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        config: ProviderConfig | None = None,
+        *,
+        profile: Profile = OPENAI,
+        client: AsyncOpenAI | None = None,
+    ) -> None:
+        config = config or ProviderConfig()
+        overrides, self._api_by_model = _split_api_overrides(config.models)
+        super().__init__(model_overrides=overrides)
+        self.profile = profile
+        self.name = profile.name
+        self.models = profile.models
+        self.default_capabilities = profile.default_capabilities
+        self._connection = Connection.from_config(profile, config)
+        self._api = _check_api(config.extra.get("api"), f"[providers.{profile.name}] api")
+        summary = config.extra.get("reasoning_summary", "auto")
+        self._summary: str | None = str(summary) if summary else None
+        self._client = client
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider({self._connection!r})"
+
+    # -- choosing the API -------------------------------------------------------------------
+    def api_for(self, model: str, settings: Mapping[str, Any] | None = None) -> str:
+        """``"responses"`` or ``"chat"``: per-model config, then provider config (or the
+        request's settings), then the model's capabilities."""
+        chosen = self._api_by_model.get(model)
+        if chosen is None and settings is not None:
+            chosen = _check_api(settings.get("api"), f"[providers.{self.name}] api")
+        chosen = chosen or self._api
+        if chosen is not None:
+            return chosen
+        if self.profile.openai_features and super().capabilities(model).thinking:
+            return "responses"
+        return "chat"
+
+    def capabilities(self, model: str) -> ModelCapabilities:
+        caps = super().capabilities(model)
+        native_images = self.api_for(model) == "responses"
+        if caps.images_in_tool_results != native_images:
+            caps = replace(caps, images_in_tool_results=native_images)
+        return caps
+
+    # -- the provider API ---------------------------------------------------------------------
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        model_string = f"{self.name}/{request.model}"
+        errors = self._connection.errors
+        client = self._get_client()
+        assembler: ChatAssembler | ResponsesAssembler
+        try:
+            if self.api_for(request.model, request.settings) == "responses":
+                assembler = ResponsesAssembler(model_string, errors)
+                params = responses_params(
+                    request, model_string=model_string, reasoning_summary=self._summary
+                )
+                sdk_stream: Any = await client.responses.create(**params)
+            else:
+                assembler = ChatAssembler(model_string, self.profile.label)
+                params = chat_params(
+                    request, model_string=model_string, openai_features=self.profile.openai_features
+                )
+                sdk_stream = await client.chat.completions.create(**params)
+            try:
+                feed = assembler.feed
+                async for item in sdk_stream:
+                    for event in feed(item):
+                        yield event
+            finally:
+                await sdk_stream.close()
+        except TetherError:
+            raise
+        except Exception as exc:
+            if not _from_sdk(exc):
+                raise
+            raise translate(exc, errors) from exc
+        yield assembler.finish()
+
+    async def validate_auth(self) -> None:
+        """Check the key (one ``GET /models``). Raises ``AuthenticationError`` naming the
+        variable to set when it is missing or rejected."""
+        client = self._get_client()
+        try:
+            await client.models.list()
+        except Exception as exc:
+            if not _from_sdk(exc):
+                raise
+            raise translate(exc, self._connection.errors) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _get_client(self) -> AsyncOpenAI:
+        if self._client is None:
+            self._client = make_client(self._connection)
+        return self._client
+
+
+def _check_api(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if value not in _APIS:
+        raise ConfigError(f'{where} = {value!r} is not valid. Use "responses" or "chat".')
+    return str(value)
+
+
+def _split_api_overrides(
+    models: Mapping[str, Mapping[str, Any]],
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Per-model config minus the ``api`` key (which is not a capability), and the
+    per-model ``api`` choices."""
+    overrides: dict[str, dict[str, Any]] = {}
+    apis: dict[str, str] = {}
+    for model, values in models.items():
+        rest = dict(values)
+        api = _check_api(rest.pop("api", None), f'[providers.*.models."{model}"] api')
+        if api is not None:
+            apis[model] = api
+        overrides[model] = rest
+    return overrides, apis
+
+
+def _from_sdk(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the SDK or its HTTP stack (and must be translated)."""
+    return any(cls.__module__.split(".")[0] in _SDK_MODULES for cls in type(exc).__mro__[:-2])
