@@ -34,7 +34,7 @@ from tether.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from tether.provider import ModelRequest
+from tether.provider import ModelCapabilities, ModelRequest
 
 from .catalogue import ModelTraits, traits
 
@@ -60,15 +60,17 @@ def tool_use_id(call_id: str) -> str:
     return f"{_INVALID_ID_CHARS.sub('_', call_id)[:40]}_{digest}"
 
 
-def build_params(request: ModelRequest, origin: str) -> Json:
+def build_params(request: ModelRequest, origin: str, capabilities: ModelCapabilities) -> Json:
     """The ``messages.create`` arguments for ``request``.
 
     ``origin`` is ``"<provider>/<model>"``: assistant messages whose ``meta.model``
-    equals it have their thinking replayed verbatim.
+    equals it have their thinking replayed verbatim. ``capabilities`` are the provider's
+    own (catalogue plus configuration) for ``request.model``. Parameters the SDK has no
+    keyword for (``temperature``) travel in ``extra_body``.
     """
     model_traits = traits(request.model)
     settings = request.settings
-    caching = bool(settings.get("prompt_caching", request.capabilities.prompt_caching))
+    caching = bool(settings.get("prompt_caching", capabilities.prompt_caching))
     cache_control: Json | None = None
     if caching:
         cache_control = {"type": "ephemeral"}
@@ -91,7 +93,7 @@ def build_params(request: ModelRequest, origin: str) -> Json:
             tools[-1]["cache_control"] = cache_control
         _mark_message_breakpoints(messages, cache_control)
 
-    max_tokens = request.max_output_tokens or request.capabilities.max_output_tokens
+    max_tokens = request.max_output_tokens or capabilities.max_output_tokens
     params: Json = {"model": request.model, "messages": messages, "max_tokens": max_tokens}
     if system:
         params["system"] = system
@@ -125,7 +127,7 @@ def build_params(request: ModelRequest, origin: str) -> Json:
                 request.model,
             )
         else:
-            params["temperature"] = request.temperature
+            params["extra_body"] = {"temperature": request.temperature}
     return params
 
 

@@ -55,7 +55,7 @@ class AnthropicProvider(BaseProvider):
         dropped connection), is raised as a :mod:`tether.errors` type.
         """
         origin = f"{self.name}/{request.model}"
-        params = build_params(request, origin)
+        params = build_params(request, origin, self.capabilities(request.model))
         variable = self._credentials.variable
         client = self._sdk()
         try:
