@@ -1,0 +1,144 @@
+"""Running one command: its own process group, no stdin, a timeout that kills the whole
+group, and output kept within a cap (head and tail) while it streams."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CappedOutput", "CommandResult", "run_process"]
+
+KILL_GRACE_SECONDS = 2.0
+
+
+class CappedOutput:
+    """Keeps the first ``head`` and the last ``tail`` bytes of a stream, counting the rest,
+    so a flood of output costs bounded memory."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit * 2 // 3
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self.tail_limit > 0:
+            self.tail += data
+            if len(self.tail) > self.tail_limit:
+                del self.tail[: len(self.tail) - self.tail_limit]
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        if not self.omitted:
+            return head + self.tail.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        marker = f"\n\n[... {self.omitted} bytes of output omitted; showing the first {len(self.head)} and the last {len(self.tail)} bytes ...]\n\n"
+        return head + marker + tail
+
+
+@dataclass(slots=True)
+class CommandResult:
+    exit_code: int | None
+    output: CappedOutput
+    timed_out: bool
+
+
+async def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    output_limit: int,
+) -> CommandResult:
+    """Run ``argv`` and collect its combined stdout/stderr.
+
+    The child starts a new session (so it and everything it spawns share a process group
+    that is not the harness's), reads from ``/dev/null``, and is killed with its whole
+    group when ``timeout`` passes, when the caller is cancelled, or once the command
+    itself has exited (background jobs do not outlive the command). Killing is SIGTERM,
+    then SIGKILL after a short grace period.
+    """
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    output = CappedOutput(output_limit)
+    assert process.stdout is not None
+    stdout = process.stdout
+
+    async def pump() -> None:
+        while chunk := await stdout.read(65536):
+            output.feed(chunk)
+
+    reader = asyncio.ensure_future(pump())
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(timeout):
+                await process.wait()
+        except TimeoutError:
+            timed_out = True
+        await _kill_group(process)
+        # A process that left the group (setsid) may still hold the pipe open.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(KILL_GRACE_SECONDS):
+                await asyncio.shield(reader)
+    finally:
+        if not reader.done():
+            reader.cancel()
+        if process.returncode is None or _group_alive(process.pid):
+            await _kill_group(process)
+    return CommandResult(None if timed_out else process.returncode, output, timed_out)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the process group, SIGKILL what is left after the grace period, reap the
+    leader. Safe to call when the group is already gone."""
+    pgid = process.pid
+    if not _group_alive(pgid):
+        if process.returncode is None:
+            await process.wait()
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + KILL_GRACE_SECONDS
+    if process.returncode is None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(KILL_GRACE_SECONDS):
+                await process.wait()
+    while _group_alive(pgid) and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    if process.returncode is None:
+        await process.wait()
