@@ -11,19 +11,20 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+import tether_anthropic.plugin
 from tether import Agent
 from tether.config import Config, ProviderConfig
 from tether.runner import RetryPolicy
 from tether.testing.http import FakeResponse, FakeServer
-
-import tether_anthropic.plugin
 
 MODEL = "claude-haiku-4-5"
 
 Event = tuple[str | None, Any]
 
 
-def message_start(input_tokens: int = 12, cache_read: int = 0, cache_write: int = 0, model: str = MODEL) -> Event:
+def message_start(
+    input_tokens: int = 12, cache_read: int = 0, cache_write: int = 0, model: str = MODEL
+) -> Event:
     return (
         "message_start",
         {
@@ -48,11 +49,17 @@ def message_start(input_tokens: int = 12, cache_read: int = 0, cache_write: int 
 
 
 def block_start(index: int, block: dict[str, Any]) -> Event:
-    return ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+    return (
+        "content_block_start",
+        {"type": "content_block_start", "index": index, "content_block": block},
+    )
 
 
 def delta(index: int, payload: dict[str, Any]) -> Event:
-    return ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": payload})
+    return (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": index, "delta": payload},
+    )
 
 
 def block_stop(index: int) -> Event:
@@ -102,7 +109,9 @@ def redacted_block(index: int, data: str) -> list[Event]:
     return [block_start(index, {"type": "redacted_thinking", "data": data}), block_stop(index)]
 
 
-def reply(*blocks: Iterable[Event], stop_reason: str = "end_turn", ping: bool = True, **start: Any) -> list[Event]:
+def reply(
+    *blocks: Iterable[Event], stop_reason: str = "end_turn", ping: bool = True, **start: Any
+) -> list[Event]:
     """A whole response: message_start, a ping (the API sends them), the blocks, the end."""
     events: list[Event] = [message_start(**start)]
     if ping:
@@ -117,7 +126,9 @@ def text_reply(*pieces: str, **start: Any) -> FakeResponse:
     return FakeResponse.sse(reply(text_block(0, pieces), **start))
 
 
-def api_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> FakeResponse:
+def api_error(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> FakeResponse:
     body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_test"}
     return FakeResponse(
         status=status,
@@ -157,8 +168,11 @@ class RecordingSleep:
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline tests see no real key, base URL or plugins from the environment."""
     monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
+    if request.node.get_closest_marker("live") is not None:
+        return
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "TETHER_MODEL"):
         monkeypatch.delenv(name, raising=False)
 
@@ -168,7 +182,9 @@ def sleep() -> RecordingSleep:
     return RecordingSleep()
 
 
-def provider_config(server: FakeServer, api_key: str | None = "sk-ant-test-key", **extra: Any) -> ProviderConfig:
+def provider_config(
+    server: FakeServer, api_key: str | None = "sk-ant-test-key", **extra: Any
+) -> ProviderConfig:
     return ProviderConfig(
         api_key=SecretStr(api_key) if api_key is not None else None, base_url=server.url, **extra
     )
@@ -179,10 +195,14 @@ def make_agent(fake_server: FakeServer, sleep: RecordingSleep) -> Callable[..., 
     """``make_agent(model=..., tools=[...], **agent_kwargs)``: an Agent using the real
     anthropic plugin against ``fake_server``, retrying with the recording sleep."""
 
-    def factory(model: str = MODEL, *, provider: dict[str, Any] | None = None, **kwargs: Any) -> Agent:
+    def factory(
+        model: str = MODEL, *, provider: dict[str, Any] | None = None, **kwargs: Any
+    ) -> Agent:
         config = Config(providers={"anthropic": provider_config(fake_server, **(provider or {}))})
         kwargs.setdefault("retry", RetryPolicy(sleep=sleep))
-        return Agent(f"anthropic/{model}", config=config, plugins=[tether_anthropic.plugin], **kwargs)
+        return Agent(
+            f"anthropic/{model}", config=config, plugins=[tether_anthropic.plugin], **kwargs
+        )
 
     return factory
 

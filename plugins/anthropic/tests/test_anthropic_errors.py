@@ -22,9 +22,16 @@ from tether.result import Outcome
 from tether.testing.http import FakeResponse
 
 
-async def test_rate_limit_waits_exactly_the_retry_after_header_then_succeeds(fake_server, make_agent, sleep, wire):
+async def test_rate_limit_waits_exactly_the_retry_after_header_then_succeeds(
+    fake_server, make_agent, sleep, wire
+):
     fake_server.queue(
-        wire.api_error(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "7"}),
+        wire.api_error(
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+            {"retry-after": "7"},
+        ),
         wire.text_reply("fine now"),
     )
     events = [e async for e in make_agent().stream("hi")]
@@ -38,10 +45,18 @@ async def test_rate_limit_waits_exactly_the_retry_after_header_then_succeeds(fak
     assert len(fake_server.requests) == 2
 
 
-async def test_retry_after_ms_is_preferred_and_converted_to_seconds(fake_server, make_provider, wire):
-    fake_server.queue(wire.api_error(429, "rate_limit_error", "slow down", {"retry-after-ms": "1500", "retry-after": "2"}))
+async def test_retry_after_ms_is_preferred_and_converted_to_seconds(
+    fake_server, make_provider, wire
+):
+    fake_server.queue(
+        wire.api_error(
+            429, "rate_limit_error", "slow down", {"retry-after-ms": "1500", "retry-after": "2"}
+        )
+    )
     with pytest.raises(RateLimitError) as caught:
-        async for _ in make_provider().stream(ModelRequest(model=wire.MODEL, messages=[Message.user("x")])):
+        async for _ in make_provider().stream(
+            ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+        ):
             pass
     assert caught.value.retry_after == 1.5
     assert caught.value.provider == "anthropic"
@@ -51,7 +66,9 @@ async def test_retry_after_ms_is_preferred_and_converted_to_seconds(fake_server,
 
 async def test_rejected_key_fails_at_once_naming_the_variable(fake_server, make_agent, sleep, wire):
     fake_server.queue(wire.api_error(401, "authentication_error", "invalid x-api-key"))
-    agent = make_agent(provider={"api_key": "sk-ant-wrong-secret", "api_key_env": "WORK_ANTHROPIC_KEY"})
+    agent = make_agent(
+        provider={"api_key": "sk-ant-wrong-secret", "api_key_env": "WORK_ANTHROPIC_KEY"}
+    )
     with pytest.raises(AuthenticationError) as caught:
         await agent.run("hi")
     message = str(caught.value)
@@ -61,14 +78,18 @@ async def test_rejected_key_fails_at_once_naming_the_variable(fake_server, make_
     assert sleep.delays == []
 
 
-async def test_missing_key_fails_before_any_request_naming_the_variable(fake_server, make_agent, wire):
+async def test_missing_key_fails_before_any_request_naming_the_variable(
+    fake_server, make_agent, wire
+):
     agent = make_agent(provider={"api_key": None})
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
         await agent.run("hi")
     assert fake_server.requests == []
 
 
-async def test_key_is_read_from_the_environment_and_sent(fake_server, make_agent, monkeypatch, wire):
+async def test_key_is_read_from_the_environment_and_sent(
+    fake_server, make_agent, monkeypatch, wire
+):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
     fake_server.queue(wire.text_reply("ok"))
     await make_agent(provider={"api_key": None}).run("hi")
@@ -79,11 +100,16 @@ async def test_key_is_read_from_the_environment_and_sent(fake_server, make_agent
     assert fake_server.requests[0].path == "/v1/messages"
 
 
-async def test_overloaded_error_event_inside_a_200_stream_is_retried(fake_server, make_agent, sleep, wire):
+async def test_overloaded_error_event_inside_a_200_stream_is_retried(
+    fake_server, make_agent, sleep, wire
+):
     broken = [
         wire.message_start(),
         *wire.text_block(0, ["Partial "]),
-        ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        (
+            "error",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        ),
     ]
     fake_server.queue(FakeResponse.sse(broken), wire.text_reply("Complete answer"))
     events = [e async for e in make_agent().stream("hi")]
@@ -111,7 +137,9 @@ async def test_http_529_is_overloaded_and_500_is_a_server_error(fake_server, mak
             pass
 
 
-async def test_dropped_connection_mid_stream_is_retried_without_duplicated_text(fake_server, make_agent, sleep, wire):
+async def test_dropped_connection_mid_stream_is_retried_without_duplicated_text(
+    fake_server, make_agent, sleep, wire
+):
     events = wire.reply(wire.text_block(0, ["Hello ", "there ", "friend"]))
     fake_server.queue(FakeResponse.sse(events, drop_after=4), FakeResponse.sse(events))
     run_events = [e async for e in make_agent().stream("hi")]
@@ -124,11 +152,15 @@ async def test_dropped_connection_mid_stream_is_retried_without_duplicated_text(
     assert len(assistant) == 1 and assistant[0].text == "Hello there friend"
 
 
-async def test_stream_closed_before_message_stop_is_a_connection_error(fake_server, make_provider, wire):
+async def test_stream_closed_before_message_stop_is_a_connection_error(
+    fake_server, make_provider, wire
+):
     truncated = wire.reply(wire.text_block(0, ["cut"]))[:-2]  # no message_delta / message_stop
     fake_server.queue(FakeResponse.sse(truncated))
     with pytest.raises(ProviderConnectionError, match="message_stop"):
-        async for _ in make_provider().stream(ModelRequest(model=wire.MODEL, messages=[Message.user("x")])):
+        async for _ in make_provider().stream(
+            ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+        ):
             pass
 
 
@@ -155,21 +187,29 @@ async def test_prompt_too_long_compacts_and_retries_once(fake_server, make_agent
     session.append(Message.user("an old, very long question"))
     session.append(Message(role="assistant", content=[{"type": "text", "text": "an old answer"}]))
     fake_server.queue(
-        wire.api_error(400, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"),
+        wire.api_error(
+            400, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"
+        ),
         wire.text_reply("short answer"),
     )
     strategy = ForcedOnlyCompaction()
-    events = [e async for e in make_agent(compaction=strategy).stream("new question", session=session)]
+    events = [
+        e async for e in make_agent(compaction=strategy).stream("new question", session=session)
+    ]
 
     assert strategy.calls == [True]
     assert any(isinstance(e, Compaction) for e in events)
     assert events[-1].result.output == "short answer"
     assert len(fake_server.requests[0].json()["messages"]) == 3
-    assert [m["content"][0]["text"] for m in fake_server.requests[1].json()["messages"]] == ["new question"]
+    assert [m["content"][0]["text"] for m in fake_server.requests[1].json()["messages"]] == [
+        "new question"
+    ]
 
 
 async def test_overflow_twice_fails_with_context_overflow(fake_server, make_agent, wire):
-    too_long = wire.api_error(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")
+    too_long = wire.api_error(
+        400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum"
+    )
     fake_server.queue(too_long, too_long)
     with pytest.raises(ContextOverflowError):
         await make_agent(compaction=ForcedOnlyCompaction()).run("x")
@@ -184,7 +224,9 @@ async def test_overflow_twice_fails_with_context_overflow(fake_server, make_agen
         (400, "invalid_request_error", InvalidRequestError),
     ],
 )
-async def test_client_errors_are_not_retried(fake_server, make_agent, sleep, wire, status, kind, error):
+async def test_client_errors_are_not_retried(
+    fake_server, make_agent, sleep, wire, status, kind, error
+):
     fake_server.queue(wire.api_error(status, kind, "nope"))
     with pytest.raises(error) as caught:
         await make_agent().run("x")
@@ -194,22 +236,27 @@ async def test_client_errors_are_not_retried(fake_server, make_agent, sleep, wir
 
 
 async def test_unreachable_server_is_a_connection_error(make_provider, wire):
-    from tether_anthropic.provider import AnthropicProvider
-    from tether.config import ProviderConfig
     import socket
+
+    from tether.config import ProviderConfig
+    from tether_anthropic.provider import AnthropicProvider
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     provider = AnthropicProvider(ProviderConfig(api_key="k", base_url=f"http://127.0.0.1:{port}"))
     with pytest.raises(ProviderConnectionError):
-        async for _ in provider.stream(ModelRequest(model=wire.MODEL, messages=[Message.user("x")])):
+        async for _ in provider.stream(
+            ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+        ):
             pass
     await provider.aclose()
 
 
 async def test_validate_auth(fake_server, make_provider, wire):
-    fake_server.queue(FakeResponse.json({"data": [], "has_more": False, "first_id": None, "last_id": None}))
+    fake_server.queue(
+        FakeResponse.json({"data": [], "has_more": False, "first_id": None, "last_id": None})
+    )
     await make_provider().validate_auth()
     assert fake_server.requests[0].path.startswith("/v1/models")
 

@@ -45,9 +45,20 @@ def foreign_history():
             ToolCallBlock(id="call:42/openai", name="read_image", arguments={"path": "chart.png"}),
         ),
         Message.tool(
-            [ToolResultBlock(call_id="call:42/openai", content=[TextBlock(text="[1 image(s) attached in the next user message]")])]
+            [
+                ToolResultBlock(
+                    call_id="call:42/openai",
+                    content=[TextBlock(text="[1 image(s) attached in the next user message]")],
+                )
+            ]
         ),
-        Message(role="user", content=[TextBlock(text="Images returned by tool call call:42/openai:"), ImageBlock(data=PNG)]),
+        Message(
+            role="user",
+            content=[
+                TextBlock(text="Images returned by tool call call:42/openai:"),
+                ImageBlock(data=PNG),
+            ],
+        ),
     ]
 
 
@@ -88,26 +99,52 @@ async def test_id_rewriting_is_stable_across_requests(fake_server, make_provider
 async def test_thinking_from_another_claude_model_is_downgraded(fake_server, make_provider, wire):
     history = [
         Message.user("q"),
-        assistant("anthropic/claude-opus-4-5", ThinkingBlock(text="deep thought", signature="sig-opus"), TextBlock(text="a")),
+        assistant(
+            "anthropic/claude-opus-4-5",
+            ThinkingBlock(text="deep thought", signature="sig-opus"),
+            TextBlock(text="a"),
+        ),
         Message.user("q2"),
     ]
-    sent = await send(fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history))
-    assert sent["messages"][1]["content"] == [{"type": "text", "text": "deep thought"}, {"type": "text", "text": "a"}]
+    sent = await send(
+        fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history)
+    )
+    assert sent["messages"][1]["content"] == [
+        {"type": "text", "text": "deep thought"},
+        {"type": "text", "text": "a"},
+    ]
 
 
 async def test_tool_results_with_images_are_sent_natively(fake_server, make_provider, wire):
     history = [
         Message.user("look"),
-        assistant(f"anthropic/{wire.MODEL}", ToolCallBlock(id="toolu_1", name="shot", arguments={})),
+        assistant(
+            f"anthropic/{wire.MODEL}", ToolCallBlock(id="toolu_1", name="shot", arguments={})
+        ),
         Message.tool(
-            [ToolResultBlock(call_id="toolu_1", content=[TextBlock(text="screen:"), ImageBlock(data=PNG, mime_type="image/png")], is_error=False)]
+            [
+                ToolResultBlock(
+                    call_id="toolu_1",
+                    content=[
+                        TextBlock(text="screen:"),
+                        ImageBlock(data=PNG, mime_type="image/png"),
+                    ],
+                    is_error=False,
+                )
+            ]
         ),
     ]
-    sent = await send(fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history))
+    sent = await send(
+        fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history)
+    )
     result = sent["messages"][2]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
     assert result["content"][0] == {"type": "text", "text": "screen:"}
-    assert result["content"][1]["source"] == {"type": "base64", "media_type": "image/png", "data": PNG}
+    assert result["content"][1]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": PNG,
+    }
 
 
 async def test_error_results_are_flagged(fake_server, make_provider, wire):
@@ -116,7 +153,9 @@ async def test_error_results_are_flagged(fake_server, make_provider, wire):
         assistant(f"anthropic/{wire.MODEL}", ToolCallBlock(id="toolu_1", name="f", arguments={})),
         Message.tool([ToolResultBlock(call_id="toolu_1", content="boom", is_error=True)]),
     ]
-    sent = await send(fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history))
+    sent = await send(
+        fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history)
+    )
     assert sent["messages"][2]["content"][0] == {
         "type": "tool_result",
         "tool_use_id": "toolu_1",
@@ -130,7 +169,13 @@ def long_conversation(model):
     history = [Message.user("first")]
     for turn in range(3):
         call = f"toolu_{turn}"
-        history.append(assistant(f"anthropic/{model}", TextBlock(text=f"step {turn}"), ToolCallBlock(id=call, name="f", arguments={})))
+        history.append(
+            assistant(
+                f"anthropic/{model}",
+                TextBlock(text=f"step {turn}"),
+                ToolCallBlock(id=call, name="f", arguments={}),
+            )
+        )
         history.append(Message.tool([ToolResultBlock(call_id=call, content=f"result {turn}")]))
     return history
 
@@ -150,7 +195,9 @@ def breakpoints(sent):
     return marks
 
 
-async def test_cache_breakpoints_after_system_and_tools_and_the_last_messages(fake_server, make_provider, wire):
+async def test_cache_breakpoints_after_system_and_tools_and_the_last_messages(
+    fake_server, make_provider, wire
+):
     request = ModelRequest(
         model=wire.MODEL,
         messages=long_conversation(wire.MODEL),
@@ -164,8 +211,12 @@ async def test_cache_breakpoints_after_system_and_tools_and_the_last_messages(fa
     assert len(breakpoints(sent)) <= 4
 
 
-async def test_without_a_system_prompt_the_tools_carry_the_breakpoint(fake_server, make_provider, wire):
-    request = ModelRequest(model=wire.MODEL, messages=[Message.user("hi")], tools=[ToolDefinition("f", "F.", SCHEMA)])
+async def test_without_a_system_prompt_the_tools_carry_the_breakpoint(
+    fake_server, make_provider, wire
+):
+    request = ModelRequest(
+        model=wire.MODEL, messages=[Message.user("hi")], tools=[ToolDefinition("f", "F.", SCHEMA)]
+    )
     sent = await send(fake_server, make_provider, wire, request)
     assert breakpoints(sent) == [("tools", 0), (0, 0)]
 
@@ -173,24 +224,39 @@ async def test_without_a_system_prompt_the_tools_carry_the_breakpoint(fake_serve
 async def test_breakpoints_skip_thinking_blocks_and_honour_ttl(fake_server, make_provider, wire):
     history = [
         Message.user("q"),
-        assistant(f"anthropic/{wire.MODEL}", TextBlock(text="answer"), ThinkingBlock(text="t", signature="s")),
+        assistant(
+            f"anthropic/{wire.MODEL}",
+            TextBlock(text="answer"),
+            ThinkingBlock(text="t", signature="s"),
+        ),
     ]
     sent = await send(
-        fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history, settings={"cache_ttl": "1h"})
+        fake_server,
+        make_provider,
+        wire,
+        ModelRequest(model=wire.MODEL, messages=history, settings={"cache_ttl": "1h"}),
     )
     assert sent["messages"][1]["content"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "cache_control" not in sent["messages"][1]["content"][1]
 
 
 async def test_caching_can_be_switched_off(fake_server, make_provider, wire):
-    request = ModelRequest(model=wire.MODEL, messages=[Message.user("hi")], system="s", settings={"prompt_caching": False})
+    request = ModelRequest(
+        model=wire.MODEL,
+        messages=[Message.user("hi")],
+        system="s",
+        settings={"prompt_caching": False},
+    )
     sent = await send(fake_server, make_provider, wire, request)
     assert breakpoints(sent) == []
 
 
 async def test_adaptive_models_get_adaptive_thinking_and_effort(fake_server, make_provider, wire):
     request = ModelRequest(
-        model="claude-opus-5-5", messages=[Message.user("hi")], thinking=ThinkingConfig(effort="high"), temperature=0.2
+        model="claude-opus-5-5",
+        messages=[Message.user("hi")],
+        thinking=ThinkingConfig(effort="high"),
+        temperature=0.2,
     )
     sent = await send(fake_server, make_provider, wire, request)
     assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}
@@ -200,39 +266,69 @@ async def test_adaptive_models_get_adaptive_thinking_and_effort(fake_server, mak
 
 async def test_temperature_is_sent_where_the_model_accepts_it(fake_server, make_provider, wire):
     sent = await send(
-        fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=[Message.user("hi")], temperature=0.3)
+        fake_server,
+        make_provider,
+        wire,
+        ModelRequest(model=wire.MODEL, messages=[Message.user("hi")], temperature=0.3),
     )
     assert sent["temperature"] == 0.3
     sent = await send(
-        fake_server, make_provider, wire, ModelRequest(model="claude-sonnet-5-5", messages=[Message.user("hi")], temperature=0.3)
+        fake_server,
+        make_provider,
+        wire,
+        ModelRequest(model="claude-sonnet-5-5", messages=[Message.user("hi")], temperature=0.3),
     )
     assert "temperature" not in sent
 
 
-async def test_max_tokens_defaults_to_the_model_limit_and_leaves_room_for_thinking(fake_server, make_provider, wire):
-    sent = await send(fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=[Message.user("hi")]))
+async def test_max_tokens_defaults_to_the_model_limit_and_leaves_room_for_thinking(
+    fake_server, make_provider, wire
+):
+    sent = await send(
+        fake_server,
+        make_provider,
+        wire,
+        ModelRequest(model=wire.MODEL, messages=[Message.user("hi")]),
+    )
     assert sent["max_tokens"] == 64_000
     request = ModelRequest(
-        model=wire.MODEL, messages=[Message.user("hi")], max_output_tokens=1000, thinking=ThinkingConfig(budget_tokens=4000)
+        model=wire.MODEL,
+        messages=[Message.user("hi")],
+        max_output_tokens=1000,
+        thinking=ThinkingConfig(budget_tokens=4000),
     )
     sent = await send(fake_server, make_provider, wire, request)
     assert sent["max_tokens"] > sent["thinking"]["budget_tokens"] == 4000
 
 
-async def test_system_messages_in_the_history_join_the_system_prompt(fake_server, make_provider, wire):
-    request = ModelRequest(model=wire.MODEL, messages=[Message.system("Extra rule."), Message.user("hi")], system="Base.")
+async def test_system_messages_in_the_history_join_the_system_prompt(
+    fake_server, make_provider, wire
+):
+    request = ModelRequest(
+        model=wire.MODEL,
+        messages=[Message.system("Extra rule."), Message.user("hi")],
+        system="Base.",
+    )
     sent = await send(fake_server, make_provider, wire, request)
     assert [b["text"] for b in sent["system"]] == ["Base.", "Extra rule."]
     assert [m["role"] for m in sent["messages"]] == ["user"]
 
 
-async def test_base_url_from_the_sdk_environment_variable_keeps_working(fake_server, monkeypatch, wire):
+async def test_base_url_from_the_sdk_environment_variable_keeps_working(
+    fake_server, monkeypatch, wire
+):
     from tether.config import ProviderConfig
     from tether_anthropic.provider import AnthropicProvider
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.url)
     fake_server.queue(FakeResponse.sse(wire.reply(wire.text_block(0, ["via env"]))))
     provider = AnthropicProvider(ProviderConfig(api_key="k"))
-    texts = [e.text async for e in provider.stream(ModelRequest(model=wire.MODEL, messages=[Message.user("hi")])) if hasattr(e, "text")]
+    texts = [
+        e.text
+        async for e in provider.stream(
+            ModelRequest(model=wire.MODEL, messages=[Message.user("hi")])
+        )
+        if hasattr(e, "text")
+    ]
     assert texts == ["via env"]
     await provider.aclose()

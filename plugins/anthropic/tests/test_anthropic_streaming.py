@@ -16,7 +16,9 @@ async def collect(provider, request):
     return [event async for event in provider.stream(request)]
 
 
-async def test_text_streams_delta_by_delta_with_usage_in_tether_convention(fake_server, make_provider, wire):
+async def test_text_streams_delta_by_delta_with_usage_in_tether_convention(
+    fake_server, make_provider, wire
+):
     fake_server.queue(
         FakeResponse.sse(
             wire.reply(
@@ -43,25 +45,37 @@ async def test_text_streams_delta_by_delta_with_usage_in_tether_convention(fake_
     assert response.usage.output_tokens == 7
 
 
-async def test_each_delta_reaches_the_consumer_before_the_next_is_sent(fake_server, make_provider, wire):
-    """No buffering: the server sends the second delta only after the client has
-    yielded the first one."""
+class GatedChunks(list):
+    """Chunks that the server sends one by one, waiting before ``gate_on`` until the
+    client signals that it has received everything before it."""
+
+    def __init__(self, chunks, gate_on: bytes, gate) -> None:
+        super().__init__(chunks)
+        self.gate_on = gate_on
+        self.gate = gate
+
+    def __iter__(self):
+        for chunk in list.__iter__(self):
+            if self.gate_on in chunk:
+                assert self.gate.wait(timeout=30), "the first delta was not delivered on its own"
+            yield chunk
+
+
+async def test_each_delta_reaches_the_consumer_before_the_next_is_sent(
+    fake_server, make_provider, wire
+):
+    """No buffering: the server sends the second delta only after the consumer has
+    received the first one."""
     import threading
 
     first_seen = threading.Event()
-    events = wire.reply(wire.text_block(0, ["one", "two"]))
-    payload = FakeResponse.sse(events)
-
-    def chunks():
-        for chunk in payload.chunks:
-            if b'"two"' in chunk:
-                assert first_seen.wait(timeout=10), "the first delta was not delivered on its own"
-            yield chunk
-
-    fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=list_lazy(chunks())))
-    provider = make_provider()
+    payload = FakeResponse.sse(wire.reply(wire.text_block(0, ["one", "two"])))
+    gated = GatedChunks(payload.chunks, b'"two"', first_seen)
+    fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=gated))
     seen = []
-    async for event in provider.stream(ModelRequest(model=wire.MODEL, messages=[Message.user("hi")])):
+    async for event in make_provider().stream(
+        ModelRequest(model=wire.MODEL, messages=[Message.user("hi")])
+    ):
         if isinstance(event, TextDelta):
             seen.append(event.text)
             if event.text == "one":
@@ -69,19 +83,9 @@ async def test_each_delta_reaches_the_consumer_before_the_next_is_sent(fake_serv
     assert seen == ["one", "two"]
 
 
-class list_lazy(list):  # noqa: N801 - a list whose items are produced while the server iterates
-    def __init__(self, iterator):
-        super().__init__()
-        self._iterator = iterator
-
-    def __iter__(self):
-        return iter(self._iterator)
-
-    def __len__(self):
-        return 1
-
-
-async def test_tool_arguments_split_inside_strings_and_multibyte_characters(fake_server, make_provider, wire):
+async def test_tool_arguments_split_inside_strings_and_multibyte_characters(
+    fake_server, make_provider, wire
+):
     arguments = {"city": "São Paulo 東京", "note": 'say "hi"'}
     encoded = json.dumps(arguments, ensure_ascii=False)
     fragments = [encoded[:9], encoded[9:13], encoded[13:24], encoded[24:]]  # cuts inside strings
@@ -93,18 +97,28 @@ async def test_tool_arguments_split_inside_strings_and_multibyte_characters(fake
     body = FakeResponse.sse(events)
     raw = b"".join(body.chunks)
     # cut the byte stream inside the UTF-8 encodings of "ã" and "東"
-    inside = [raw.index("ã".encode()) + 1, raw.index("東".encode()) + 1, raw.index("東".encode()) + 2]
+    inside = [
+        raw.index("ã".encode()) + 1,
+        raw.index("東".encode()) + 1,
+        raw.index("東".encode()) + 2,
+    ]
     fake_server.queue(FakeResponse.sse(events, split_at=inside))
 
     provider = make_provider()
-    events_out = await collect(provider, ModelRequest(model=wire.MODEL, messages=[Message.user("weather?")]))
+    events_out = await collect(
+        provider, ModelRequest(model=wire.MODEL, messages=[Message.user("weather?")])
+    )
     response = events_out[-1]
     assert response.stop_reason is StopReason.TOOL_USE
-    assert response.message.tool_calls == [ToolCallBlock(id="toolu_01", name="weather", arguments=arguments)]
+    assert response.message.tool_calls == [
+        ToolCallBlock(id="toolu_01", name="weather", arguments=arguments)
+    ]
     assert [type(b) for b in response.message.content] == [TextBlock, ToolCallBlock]
 
 
-async def test_parallel_tool_calls_run_and_are_answered_in_declared_order(fake_server, make_agent, wire):
+async def test_parallel_tool_calls_run_and_are_answered_in_declared_order(
+    fake_server, make_agent, wire
+):
     calls = []
 
     def lookup(key: str) -> str:
@@ -134,28 +148,46 @@ async def test_parallel_tool_calls_run_and_are_answered_in_declared_order(fake_s
     second = fake_server.requests[1].json()
     assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
     answers = second["messages"][2]["content"]
-    assert [(b["type"], b["tool_use_id"]) for b in answers] == [("tool_result", "toolu_a"), ("tool_result", "toolu_b")]
+    assert [(b["type"], b["tool_use_id"]) for b in answers] == [
+        ("tool_result", "toolu_a"),
+        ("tool_result", "toolu_b"),
+    ]
     assert answers[0]["content"] == "value of a"
 
 
 async def test_arguments_that_are_not_a_json_object_are_kept_raw(fake_server, make_provider, wire):
     fake_server.queue(
-        FakeResponse.sse(wire.reply(wire.tool_block(0, "toolu_x", "echo", ['["not", ', '"an object"]']), stop_reason="tool_use"))
+        FakeResponse.sse(
+            wire.reply(
+                wire.tool_block(0, "toolu_x", "echo", ['["not", ', '"an object"]']),
+                stop_reason="tool_use",
+            )
+        )
     )
-    events = await collect(make_provider(), ModelRequest(model=wire.MODEL, messages=[Message.user("x")]))
+    events = await collect(
+        make_provider(), ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+    )
     call = events[-1].message.tool_calls[0]
     assert call.arguments == {}
     assert call.raw_arguments == '["not", "an object"]'
 
 
 async def test_tool_call_without_arguments_gets_an_empty_object(fake_server, make_provider, wire):
-    fake_server.queue(FakeResponse.sse(wire.reply(wire.tool_block(0, "toolu_n", "now", []), stop_reason="tool_use")))
-    events = await collect(make_provider(), ModelRequest(model=wire.MODEL, messages=[Message.user("x")]))
+    fake_server.queue(
+        FakeResponse.sse(
+            wire.reply(wire.tool_block(0, "toolu_n", "now", []), stop_reason="tool_use")
+        )
+    )
+    events = await collect(
+        make_provider(), ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+    )
     call = events[-1].message.tool_calls[0]
     assert call.arguments == {} and call.raw_arguments is None
 
 
-async def test_thinking_streams_and_its_signature_is_echoed_on_the_next_request(fake_server, make_agent, wire):
+async def test_thinking_streams_and_its_signature_is_echoed_on_the_next_request(
+    fake_server, make_agent, wire
+):
     def add(a: int, b: int) -> int:
         """Add two numbers."""
         return a + b
@@ -169,7 +201,11 @@ async def test_thinking_streams_and_its_signature_is_echoed_on_the_next_request(
                 stop_reason="tool_use",
             )
         ),
-        FakeResponse.sse(wire.reply(wire.thinking_block(0, ["Done."], signature="sig-2"), wire.text_block(1, ["5"]))),
+        FakeResponse.sse(
+            wire.reply(
+                wire.thinking_block(0, ["Done."], signature="sig-2"), wire.text_block(1, ["5"])
+            )
+        ),
     )
     from tether.provider import ThinkingConfig
 
@@ -196,7 +232,9 @@ async def test_thinking_streams_and_its_signature_is_echoed_on_the_next_request(
 
 
 async def test_max_tokens_stop_ends_the_run_with_a_typed_outcome(fake_server, make_agent, wire):
-    fake_server.queue(FakeResponse.sse(wire.reply(wire.text_block(0, ["A long ans"]), stop_reason="max_tokens")))
+    fake_server.queue(
+        FakeResponse.sse(wire.reply(wire.text_block(0, ["A long ans"]), stop_reason="max_tokens"))
+    )
     agent = make_agent()
     events = [e async for e in agent.stream("write a lot")]
     turn = next(e for e in events if isinstance(e, TurnEnd))
@@ -207,7 +245,9 @@ async def test_max_tokens_stop_ends_the_run_with_a_typed_outcome(fake_server, ma
 
 
 async def test_refusal_stop_reason_becomes_a_refusal_outcome(fake_server, make_agent, wire):
-    fake_server.queue(FakeResponse.sse(wire.reply(wire.text_block(0, ["I can't help"]), stop_reason="refusal")))
+    fake_server.queue(
+        FakeResponse.sse(wire.reply(wire.text_block(0, ["I can't help"]), stop_reason="refusal"))
+    )
     result = await make_agent().run("something bad")
     assert result.outcome is Outcome.REFUSAL
 

@@ -53,7 +53,9 @@ def _caps(
         parallel_tool_calls=True,
         prompt_caching=True,
         thinking=True,
-        pricing=Pricing(input=price_in, output=price_out, cache_read=cache_read, cache_write=cache_write),
+        pricing=Pricing(
+            input=price_in, output=price_out, cache_read=cache_read, cache_write=cache_write
+        ),
     )
 
 
@@ -61,7 +63,9 @@ _M = 1_000_000
 _K200 = 200_000
 
 MODELS: tuple[ModelInfo, ...] = (
-    ModelInfo("claude-fable-5-1", _caps(_M, 128_000, 10, 50, 0.25, 12.5), description="Claude Fable 5.1"),
+    ModelInfo(
+        "claude-fable-5-1", _caps(_M, 128_000, 10, 50, 0.25, 12.5), description="Claude Fable 5.1"
+    ),
     ModelInfo("claude-fable-5", _caps(_M, 128_000, 10, 50, 1, 12.5), description="Claude Fable 5"),
     ModelInfo(
         "claude-mythos-5-1",
@@ -69,24 +73,44 @@ MODELS: tuple[ModelInfo, ...] = (
         description="Claude Mythos 5.1 (limited availability)",
     ),
     ModelInfo(
-        "claude-mythos-5", _caps(_M, 128_000, 10, 50, 1, 12.5), description="Claude Mythos 5 (limited availability)"
+        "claude-mythos-5",
+        _caps(_M, 128_000, 10, 50, 1, 12.5),
+        description="Claude Mythos 5 (limited availability)",
     ),
     ModelInfo("claude-opus-5-5", _caps(_M, 128_000, 4, 20, 0.2, 5), description="Claude Opus 5.5"),
     ModelInfo("claude-opus-5", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 5"),
-    ModelInfo("claude-sonnet-5-5", _caps(_M, 128_000, 2, 10, 0.1, 2.5), description="Claude Sonnet 5.5"),
-    ModelInfo("claude-sonnet-5", _caps(_M, 128_000, 2, 10, 0.2, 2.5), description="Claude Sonnet 5"),
+    ModelInfo(
+        "claude-sonnet-5-5", _caps(_M, 128_000, 2, 10, 0.1, 2.5), description="Claude Sonnet 5.5"
+    ),
+    ModelInfo(
+        "claude-sonnet-5", _caps(_M, 128_000, 2, 10, 0.2, 2.5), description="Claude Sonnet 5"
+    ),
     ModelInfo(
         "claude-haiku-5-5",
         _caps(_M, 128_000, 0.1, 0.5, 0.01, 0.125),
         description="Claude Haiku 5.5 (prompts over 100k tokens are billed at 5x)",
     ),
-    ModelInfo("claude-opus-4-8", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.8"),
-    ModelInfo("claude-opus-4-7", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.7"),
-    ModelInfo("claude-opus-4-6", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.6"),
-    ModelInfo("claude-sonnet-4-6", _caps(_M, 128_000, 3, 15, 0.3, 3.75), description="Claude Sonnet 4.6"),
-    ModelInfo("claude-opus-4-5", _caps(_K200, 64_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.5"),
-    ModelInfo("claude-sonnet-4-5", _caps(_K200, 64_000, 3, 15, 0.3, 3.75), description="Claude Sonnet 4.5"),
-    ModelInfo("claude-haiku-4-5", _caps(_K200, 64_000, 1, 5, 0.1, 1.25), description="Claude Haiku 4.5"),
+    ModelInfo(
+        "claude-opus-4-8", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.8"
+    ),
+    ModelInfo(
+        "claude-opus-4-7", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.7"
+    ),
+    ModelInfo(
+        "claude-opus-4-6", _caps(_M, 128_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.6"
+    ),
+    ModelInfo(
+        "claude-sonnet-4-6", _caps(_M, 128_000, 3, 15, 0.3, 3.75), description="Claude Sonnet 4.6"
+    ),
+    ModelInfo(
+        "claude-opus-4-5", _caps(_K200, 64_000, 5, 25, 0.5, 6.25), description="Claude Opus 4.5"
+    ),
+    ModelInfo(
+        "claude-sonnet-4-5", _caps(_K200, 64_000, 3, 15, 0.3, 3.75), description="Claude Sonnet 4.5"
+    ),
+    ModelInfo(
+        "claude-haiku-4-5", _caps(_K200, 64_000, 1, 5, 0.1, 1.25), description="Claude Haiku 4.5"
+    ),
 )
 
 _TRAITS: dict[str, ModelTraits] = {

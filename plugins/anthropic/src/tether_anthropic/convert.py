@@ -143,7 +143,10 @@ def _thinking(
         return {"type": "enabled", "budget_tokens": max(budget, _MIN_BUDGET)}, {}
     effort = config.effort or _effort_for_budget(config.budget_tokens)
     # Newer models omit the thinking text unless asked; ThinkingConfig means "show it".
-    thinking: Json = {"type": "adaptive", "display": str(settings.get("thinking_display", "summarized"))}
+    thinking: Json = {
+        "type": "adaptive",
+        "display": str(settings.get("thinking_display", "summarized")),
+    }
     return thinking, ({"effort": effort} if effort else {})
 
 
@@ -170,7 +173,9 @@ def _tool_loop_can_think(messages: Sequence[Json]) -> bool:
 
 
 # -- messages -----------------------------------------------------------------------------
-def _convert_messages(messages: Sequence[Message], origin: str, system_texts: list[str]) -> list[Json]:
+def _convert_messages(
+    messages: Sequence[Message], origin: str, system_texts: list[str]
+) -> list[Json]:
     turns: list[Json] = []
     for message in messages:
         if message.role == "system":

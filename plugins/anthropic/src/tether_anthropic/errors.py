@@ -117,7 +117,9 @@ def _from_status(exc: Any, key_variable: str) -> ProviderError:
 
     if kind == "overloaded_error" or status == 529:
         return OverloadedError(
-            f"The Anthropic API is overloaded ({label}): {detail}", provider=PROVIDER, status_code=status
+            f"The Anthropic API is overloaded ({label}): {detail}",
+            provider=PROVIDER,
+            status_code=status,
         )
     if kind == "rate_limit_error" or status == 429:
         return RateLimitError(

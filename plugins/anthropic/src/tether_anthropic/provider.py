@@ -96,4 +96,3 @@ class AnthropicProvider(BaseProvider):
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.config.base_url!r}, {self._credentials!r})"
-

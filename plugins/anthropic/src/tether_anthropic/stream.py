@@ -113,8 +113,7 @@ async def assemble(events: AsyncIterator[Any], origin: str) -> AsyncIterator[Pro
             break
     if not stopped:
         raise ProviderConnectionError(
-            "The Anthropic stream ended before its message_stop event; the response is "
-            "incomplete.",
+            "The Anthropic stream ended before its message_stop event; the response is incomplete.",
             provider="anthropic",
         )
     for index, block in sorted(blocks.items()):
@@ -159,7 +158,12 @@ def _tool_call(block: _Block) -> ToolCallBlock:
     return ToolCallBlock(id=block.id, name=block.name, arguments={}, raw_arguments=raw)
 
 
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 def _merge_usage(into: dict[str, int], usage: Any) -> None:
