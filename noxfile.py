@@ -1,0 +1,101 @@
+"""Development tasks for the tether workspace. ``nox -l`` lists them.
+
+``tests``
+    Every test of the workspace (core, each plugin and contrib package, and the
+    cross-package ``tests/``) in one pytest run, in the workspace environment that
+    ``uv sync --all-packages --all-extras`` made. This is what CI runs (``.ci/run``).
+``tests-<package>``
+    One distribution's tests in a fresh environment holding only it, the core and its
+    ``test`` extra: proves the package installs and passes on its own.
+``lint``, ``typecheck``
+    ruff (check and format) and ``mypy --strict`` over every ``src/`` directory.
+``docs``
+    Runs the documentation's code (``tests/test_docs_examples.py``).
+``bench``
+    Runs the benchmarks under ``bench/`` (those that need a data set, ``*_eval.py``,
+    only when named: ``nox -s bench -- bench/scifact_eval.py DATA_DIR``).
+
+Sessions that use the workspace environment run with whatever python is first on PATH,
+so start them through uv: ``uv run --no-sync nox -s tests``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["tests", "lint", "typecheck"]
+
+
+def members() -> list[Path]:
+    """Workspace members, as the root pyproject declares them: core, plugins/*, contrib/*."""
+    candidates = [ROOT / "core", *sorted((ROOT / "plugins").glob("*")), *sorted((ROOT / "contrib").glob("*"))]
+    return [path for path in candidates if (path / "pyproject.toml").is_file()]
+
+
+def test_paths() -> list[str]:
+    paths = [str(m.relative_to(ROOT) / "tests") for m in members() if (m / "tests").is_dir()]
+    return [*paths, "tests"]
+
+
+def source_dirs() -> list[str]:
+    return [str(m.relative_to(ROOT) / "src") for m in members() if (m / "src").is_dir()]
+
+
+@nox.session(venv_backend="none")
+def tests(session: nox.Session) -> None:
+    """Every test, in the synced workspace environment (the CI test command)."""
+    session.run("python", "-m", "pytest", *test_paths(), *session.posargs)
+
+
+def _member_session(member: Path) -> None:
+    relative = member.relative_to(ROOT)
+
+    @nox.session(name=f"tests-{member.name}")
+    def member_tests(session: nox.Session) -> None:
+        requirements = ["-e", "./core[kb,test]"]
+        if member.name != "core":
+            requirements += ["-e", f"./{relative}[test]"]
+        session.install(*requirements, "pytest>=8", "pytest-asyncio>=0.24")
+        session.run("python", "-m", "pytest", str(relative / "tests"), *session.posargs)
+
+    member_tests.__doc__ = f"The tests of {relative} alone, in a fresh environment."
+
+
+for _member in members():
+    if (_member / "tests").is_dir():
+        _member_session(_member)
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole workspace."""
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(venv_backend="none")
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict (configured in the root pyproject) over every src/ directory."""
+    for directory in source_dirs():
+        session.run("python", "-m", "mypy", directory)
+
+
+@nox.session(venv_backend="none")
+def docs(session: nox.Session) -> None:
+    """Run the code of the README and docs/ (snippets, the plugin tutorial, links)."""
+    session.run("python", "-m", "pytest", "tests/test_docs_examples.py", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def bench(session: nox.Session) -> None:
+    """Run the benchmarks; each prints one JSON line of results."""
+    if session.posargs:
+        session.run("python", *session.posargs)
+        return
+    for script in sorted((ROOT / "bench").glob("*.py")):
+        if not script.name.endswith("_eval.py"):
+            session.run("python", str(script.relative_to(ROOT)))
