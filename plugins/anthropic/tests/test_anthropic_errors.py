@@ -266,3 +266,22 @@ async def test_validate_auth(fake_server, make_provider, wire):
 
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
         await make_provider(api_key=None).validate_auth()
+
+
+async def test_a_stream_that_breaks_the_event_protocol_is_a_provider_error(
+    fake_server, make_provider, wire
+):
+    from tether.errors import ProviderError
+
+    events = [
+        wire.message_start(),
+        wire.delta(3, {"type": "text_delta", "text": "orphan"}),
+        *wire.message_end(),
+    ]
+    fake_server.queue(FakeResponse.sse(events))
+    with pytest.raises(ProviderError, match="event format") as caught:
+        async for _ in make_provider().stream(
+            ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+        ):
+            pass
+    assert not caught.value.retryable

@@ -281,3 +281,36 @@ async def test_tools_are_sent_with_their_schemas(fake_server, make_provider, wir
     assert sent["tools"][0]["description"] == "Search the web."
     assert sent["tools"][0]["input_schema"] == schema
     assert sent["stream"] is True
+
+
+async def test_final_usage_comes_from_message_delta_including_thinking_tokens(
+    fake_server, make_provider, wire
+):
+    events = [
+        wire.message_start(input_tokens=40, cache_read=0, cache_write=0),
+        *wire.thinking_block(0, ["hmm"], signature="s"),
+        *wire.text_block(1, ["ok"]),
+        *wire.message_end(
+            "end_turn",
+            output_tokens=90,
+            input_tokens=40,
+            cache_read_input_tokens=1000,
+            output_tokens_details={"thinking_tokens": 60},
+        ),
+    ]
+    fake_server.queue(FakeResponse.sse(events))
+    out = await collect(
+        make_provider(), ModelRequest(model=wire.MODEL, messages=[Message.user("x")])
+    )
+    usage = out[-1].usage
+    assert (
+        usage.input_tokens,
+        usage.cache_read_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+    ) == (
+        1040,
+        1000,
+        90,
+        60,
+    )

@@ -25,7 +25,7 @@ from tether.errors import (
     ServerError,
 )
 
-__all__ = ["missing_key_error", "parse_retry_after", "translate"]
+__all__ = ["malformed_stream", "missing_key_error", "parse_retry_after", "translate"]
 
 PROVIDER = "anthropic"
 
@@ -104,6 +104,19 @@ def translate(exc: BaseException, key_variable: str) -> ProviderError | None:
         )
     if isinstance(exc, anthropic.AnthropicError):
         return ProviderError(f"The anthropic SDK failed: {_describe(exc)}", provider=PROVIDER)
+    return None
+
+
+def malformed_stream(exc: BaseException) -> ProviderError | None:
+    """The error for a stream that breaks the Messages API's event protocol (undecodable
+    data, a delta for a block that was never started), or ``None`` for anything else."""
+    if isinstance(exc, ValueError | KeyError):
+        return ProviderError(
+            f"The Anthropic stream did not follow the Messages API event format: "
+            f"{_describe(exc)}. If a proxy sits in between, check that it passes "
+            "server-sent events through unchanged.",
+            provider=PROVIDER,
+        )
     return None
 
 

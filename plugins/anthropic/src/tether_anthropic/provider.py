@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
 from tether.provider import BaseProvider, ModelRequest, ProviderEvent
@@ -11,13 +12,15 @@ from tether.provider import BaseProvider, ModelRequest, ProviderEvent
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
 from .client import Credentials, make_client
 from .convert import build_params
-from .errors import translate
+from .errors import malformed_stream, translate
 from .stream import assemble
 
 if TYPE_CHECKING:
-    from anthropic import AsyncAnthropic
+    from anthropic import AsyncAnthropic, AsyncStream
 
 __all__ = ["AnthropicProvider"]
+
+log = logging.getLogger("tether_anthropic")
 
 
 class AnthropicProvider(BaseProvider):
@@ -69,12 +72,12 @@ class AnthropicProvider(BaseProvider):
             async for event in assemble(events, origin):
                 yield event
         except Exception as exc:
-            error = translate(exc, variable)
+            error = translate(exc, variable) or malformed_stream(exc)
             if error is None:
                 raise
             raise error from exc
         finally:
-            await events.close()
+            await _close(events)
 
     async def validate_auth(self) -> None:
         """Raise ``AuthenticationError`` naming the key variable if there is no key or
@@ -96,3 +99,11 @@ class AnthropicProvider(BaseProvider):
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.config.base_url!r}, {self._credentials!r})"
+
+
+async def _close(events: AsyncStream[Any]) -> None:
+    """Release the response; a failure to close one that already failed is not news."""
+    try:
+        await events.close()
+    except Exception as exc:
+        log.debug("Closing the Anthropic stream failed: %s", exc)
