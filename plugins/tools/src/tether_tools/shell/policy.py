@@ -483,7 +483,7 @@ def _interpreter_operands(name: str, args: list[Arg]) -> tuple[list[Arg], bool]:
     if name in ("source", "."):
         return args[:1], False
     if name in SHELLS:
-        reads_stdin = True
+        from_stdin = False
         index = 0
         while index < len(args):
             text, dynamic = args[index]
@@ -496,9 +496,12 @@ def _interpreter_operands(name: str, args: list[Arg]) -> tuple[list[Arg], bool]:
                     continue
                 if "c" in text[1:]:
                     return [], False
+                from_stdin = from_stdin or "s" in text[1:]
                 index += 2 if ("o" in text[1:] or "O" in text[1:]) else 1
                 continue
             break
+        if from_stdin:
+            return [], True
         operands = args[index:]
         return operands, not operands
     index = 0

@@ -72,26 +72,45 @@ async def run_process(
     that is not the harness's), reads from ``/dev/null``, and is killed with its whole
     group when ``timeout`` passes, when the caller is cancelled, or once the command
     itself has exited (background jobs do not outlive the command). Killing is SIGTERM,
-    then SIGKILL after a short grace period.
+    then SIGKILL once the group has closed its output or a short grace period is over.
     """
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    loop = asyncio.get_running_loop()
+    read_end, write_end = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        # Our copy of the write end must go, or the pipe never reports end-of-file.
+        os.close(write_end)
     output = CappedOutput(output_limit)
-    assert process.stdout is not None
-    stdout = process.stdout
+    closed: asyncio.Future[None] = loop.create_future()
+    os.set_blocking(read_end, False)
 
-    async def pump() -> None:
-        while chunk := await stdout.read(65536):
-            output.feed(chunk)
+    def on_readable() -> None:
+        try:
+            data = os.read(read_end, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            output.feed(data)
+            return
+        loop.remove_reader(read_end)
+        if not closed.done():
+            closed.set_result(None)
 
-    reader = asyncio.ensure_future(pump())
+    loop.add_reader(read_end, on_readable)
     timed_out = False
     try:
         try:
@@ -99,16 +118,12 @@ async def run_process(
                 await process.wait()
         except TimeoutError:
             timed_out = True
-        await _kill_group(process)
-        # A process that left the group (setsid) may still hold the pipe open.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(KILL_GRACE_SECONDS):
-                await asyncio.shield(reader)
+        await _kill_group(process, closed)
     finally:
-        if not reader.done():
-            reader.cancel()
         if process.returncode is None or _group_alive(process.pid):
-            await _kill_group(process)
+            await _kill_group(process, closed)
+        loop.remove_reader(read_end)
+        os.close(read_end)
     return CommandResult(None if timed_out else process.returncode, output, timed_out)
 
 
@@ -120,25 +135,18 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, SIGKILL what is left after the grace period, reap the
-    leader. Safe to call when the group is already gone."""
+async def _kill_group(process: asyncio.subprocess.Process, closed: asyncio.Future[None]) -> None:
+    """SIGTERM the process group; once its members have let go of the output pipe (or the
+    grace period is over) SIGKILL whatever is left, and reap the leader. Safe to call
+    when the group is already gone."""
     pgid = process.pid
-    if not _group_alive(pgid):
-        if process.returncode is None:
-            await process.wait()
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + KILL_GRACE_SECONDS
-    if process.returncode is None:
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(KILL_GRACE_SECONDS):
-                await process.wait()
-    while _group_alive(pgid) and loop.time() < deadline:
-        await asyncio.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+                await asyncio.shield(closed)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
     if process.returncode is None:
         await process.wait()
