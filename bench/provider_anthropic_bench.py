@@ -7,7 +7,10 @@ in-process ``httpx2.MockTransport``, so network and server cost are out of the p
 - ``adapter``: ``AnthropicProvider.stream(request)`` on the same client, which adds
   request conversion, delta translation and message assembly.
 
-Prints one JSON line: microseconds per delta for each (best of ROUNDS) and their ratio.
+Times are CPU time of this process (the transport is in-process, so that is all the
+work), which keeps other load on the machine out of the figures. Prints one JSON line:
+microseconds per delta for each side (best of ``--rounds``), the ratio of the bests and
+the median of the per-round ratios.
 
     python bench/provider_anthropic_bench.py [--deltas 2000] [--rounds 15]
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import statistics
 import time
@@ -114,33 +118,36 @@ async def main(deltas: int, rounds: int) -> dict[str, Any]:
     }
 
     async def sdk_round() -> float:
-        started = time.perf_counter()
+        started = time.process_time()
         seen = 0
         stream = await client.messages.create(**params, stream=True)
         async for event in stream:
             if event.type == "content_block_delta":
                 seen += 1
-        elapsed = time.perf_counter() - started
+        elapsed = time.process_time() - started
         assert seen == deltas
         return elapsed
 
     async def adapter_round() -> float:
-        started = time.perf_counter()
+        started = time.process_time()
         seen = 0
         async for event in provider.stream(request):
             if type(event).__name__ == "TextDelta":
                 seen += 1
-        elapsed = time.perf_counter() - started
+        elapsed = time.process_time() - started
         assert seen == deltas
         return elapsed
 
     await sdk_round()
     await adapter_round()  # warm up imports and caches
+    gc.collect()
+    gc.disable()
     sdk_times: list[float] = []
     adapter_times: list[float] = []
     for _ in range(rounds):  # interleaved, so drift affects both sides alike
         sdk_times.append(await sdk_round())
         adapter_times.append(await adapter_round())
+    gc.enable()
     await http.aclose()
 
     def per_delta(times: list[float]) -> float:
