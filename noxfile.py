@@ -32,7 +32,11 @@ nox.options.sessions = ["tests", "lint", "typecheck"]
 
 def members() -> list[Path]:
     """Workspace members, as the root pyproject declares them: core, plugins/*, contrib/*."""
-    candidates = [ROOT / "core", *sorted((ROOT / "plugins").glob("*")), *sorted((ROOT / "contrib").glob("*"))]
+    candidates = [
+        ROOT / "core",
+        *sorted((ROOT / "plugins").glob("*")),
+        *sorted((ROOT / "contrib").glob("*")),
+    ]
     return [path for path in candidates if (path / "pyproject.toml").is_file()]
 
 

@@ -86,7 +86,11 @@ class FakeModel(ScriptedProvider):
 
     def __init__(self) -> None:
         INSTANCES.append(self)
-        super().__init__(handler=respond, capabilities=CAPABILITIES, usage=Usage(input_tokens=1000, output_tokens=500))
+        super().__init__(
+            handler=respond,
+            capabilities=CAPABILITIES,
+            usage=Usage(input_tokens=1000, output_tokens=500),
+        )
         self.models = (
             ModelInfo("fake-small", CAPABILITIES, aliases=("small",)),
             ModelInfo("fake-large", ModelCapabilities(context_window=200_000, vision=True)),
@@ -94,11 +98,15 @@ class FakeModel(ScriptedProvider):
 
     async def validate_auth(self) -> None:
         if not os.environ.get(KEY):
-            raise AuthenticationError(f"No API key for the fake provider. Set {KEY}.", provider="fake")
+            raise AuthenticationError(
+                f"No API key for the fake provider. Set {KEY}.", provider="fake"
+            )
 
 
 def make_keyless(config: object) -> FakeModel:
-    raise AuthenticationError("The keyless provider needs KEYLESS_API_KEY to be set.", provider="keyless")
+    raise AuthenticationError(
+        "The keyless provider needs KEYLESS_API_KEY to be set.", provider="keyless"
+    )
 
 
 @tether.tool
@@ -122,7 +130,9 @@ def hello() -> None:
 
 @tether.hookimpl
 def register_providers(providers: ProviderRegistrar) -> None:
-    providers.add("fake", lambda config: FakeModel(), prefixes=("fake-",), description="Rule-based test model")
+    providers.add(
+        "fake", lambda config: FakeModel(), prefixes=("fake-",), description="Rule-based test model"
+    )
     providers.add("keyless", make_keyless)
 
 

@@ -4,11 +4,13 @@ response and keeps the history valid, Ctrl-D that exits. The model is
 
 from __future__ import annotations
 
-import selectors
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 from click.testing import CliRunner, Result
@@ -58,7 +60,16 @@ def test_a_named_session_resumes_where_it_left_off(tmp_path: Path) -> None:
     # user, assistant, user, assistant+call, tool result, assistant, and now the new prompt
     assert "I was sent 7 messages." in second.stdout
     stored = load_session_file(session_file(tmp_path, "work")).messages
-    assert [m.role for m in stored] == ["user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert [m.role for m in stored] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
 
 
 def test_sessions_with_different_names_are_separate(tmp_path: Path) -> None:
@@ -91,7 +102,9 @@ def test_a_session_open_elsewhere_is_refused_with_a_clear_message(tmp_path: Path
     assert "Traceback" not in result.output
 
 
-def test_a_missing_key_stops_the_chat_before_the_first_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_key_stops_the_chat_before_the_first_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("FAKE_MODEL_API_KEY")
     result = chat(input="hello\n")
     assert result.exit_code == 1
@@ -99,18 +112,39 @@ def test_a_missing_key_stops_the_chat_before_the_first_prompt(monkeypatch: pytes
     assert "You said" not in result.stdout
 
 
-def _wait_for(stream: object, marker: str) -> None:
-    selector = selectors.DefaultSelector()
-    selector.register(stream, selectors.EVENT_READ)  # type: ignore[arg-type]
-    while True:
-        assert selector.select(timeout=60), f"no output containing {marker!r}"
-        line = stream.readline()  # type: ignore[attr-defined]
-        assert line, f"the process ended before printing {marker!r}"
-        if marker in line:
-            return
+class LineReader:
+    """Reads a subprocess pipe line by line on a thread, so the test can wait for a line
+    without racing the pipe's buffering; fails if nothing matching arrives in a minute."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in iter(stream.readline, ""):
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, marker: str) -> None:
+        while True:
+            line = self.lines.get(timeout=60)
+            assert line is not None, f"the process ended before printing {marker!r}: {self.seen}"
+            self.seen.append(line)
+            if marker in line:
+                return
+
+    def rest(self) -> str:
+        """Everything after the lines already seen, up to the end of the stream."""
+        tail = []
+        while (line := self.lines.get(timeout=60)) is not None:
+            tail.append(line)
+        return "".join(tail)
 
 
-def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(tmp_path: Path) -> None:
+def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(
+    tmp_path: Path,
+) -> None:
     proc = subprocess.Popen(
         [str(TETHER), *FAKE, "chat", "--session", "interrupted"],
         stdin=subprocess.PIPE,
@@ -118,14 +152,19 @@ def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(tm
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdin is not None
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    errors = LineReader(proc.stderr)
     try:
         proc.stdin.write("wait\n")
         proc.stdin.flush()
-        _wait_for(proc.stderr, "[tool] wait_forever()")
+        errors.wait_for("[tool] wait_forever()")
         proc.send_signal(signal.SIGINT)
-        _wait_for(proc.stderr, "Cancelled.")
-        out, err = proc.communicate("hello again\n", timeout=60)
+        errors.wait_for("Cancelled.")
+        proc.stdin.write("hello again\n")
+        proc.stdin.close()
+        out = proc.stdout.read()
+        proc.wait(timeout=60)
+        err = errors.rest()
     finally:
         proc.kill()
     assert proc.returncode == 0, err

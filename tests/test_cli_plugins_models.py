@@ -72,9 +72,12 @@ def test_plugins_json_has_plugins_components_conflicts_and_errors() -> None:
     assert from_fake("provider") == ["fake", "keyless"]
     assert from_fake("tool") == ["add", "wait_forever"]
     assert from_fake("command") == ["hello"]
-    assert {"name": "none", "distribution": "tether", "plugin": "builtins", "details": ""} in report["components"][
-        "compaction strategy"
-    ]
+    assert {
+        "name": "none",
+        "distribution": "tether",
+        "plugin": "builtins",
+        "details": "",
+    } in report["components"]["compaction strategy"]
     assert report["conflicts"] == [] and report["errors"] == []
 
 
@@ -143,13 +146,18 @@ def test_a_broken_plugin_is_a_warning_for_other_commands(tmp_path: Path) -> None
 def test_models_lists_every_catalogue_and_reports_a_provider_that_cannot_be_built() -> None:
     result = invoke(*FAKE, "models")
     assert result.exit_code == 0, result.stderr
-    rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith("  fake/")}
+    rows = {
+        line.split()[0]: line for line in result.stdout.splitlines() if line.startswith("  fake/")
+    }
     small = rows["fake/fake-small"]
     assert "(small)" in small and "32,000" in small and "4,096" in small and "thinking" in small
     assert small.split()[4:6] == ["1", "2"]  # $/M in, $/M out
     large = rows["fake/fake-large"]
     assert "200,000" in large and "vision" in large and " - " in large  # no pricing known
-    assert "cannot list models: AuthenticationError: The keyless provider needs KEYLESS_API_KEY" in result.stdout
+    assert (
+        "cannot list models: AuthenticationError: The keyless provider needs KEYLESS_API_KEY"
+        in result.stdout
+    )
 
 
 def test_models_json_and_filtering_by_provider() -> None:
@@ -158,14 +166,19 @@ def test_models_json_and_filtering_by_provider() -> None:
     small = report["providers"][0]["models"][0]
     assert small["id"] == "fake-small" and small["aliases"] == ["small"]
     assert small["context_window"] == 32000 and small["max_output_tokens"] == 4096
-    assert small["pricing"] == {"input": 1.0, "output": 2.0, "cache_read": None, "cache_write": None}
+    assert small["pricing"] == {
+        "input": 1.0,
+        "output": 2.0,
+        "cache_read": None,
+        "cache_write": None,
+    }
     assert small["capabilities"]["thinking"] is True and small["capabilities"]["vision"] is False
 
 
 def test_models_for_an_unknown_provider_suggests_the_near_one() -> None:
     result = invoke(*FAKE, "models", "fak")
     assert result.exit_code == 1
-    assert 'No provider named "fak". Did you mean \'fake\'?' in result.stderr
+    assert "No provider named \"fak\". Did you mean 'fake'?" in result.stderr
 
 
 def test_models_with_no_provider_installed_says_what_to_install() -> None:
@@ -211,6 +224,8 @@ def test_importing_the_cli_loads_no_heavy_modules() -> None:
 
 
 def test_the_installed_script_lists_plugins_in_a_real_process() -> None:
-    proc = subprocess.run([str(TETHER), *FAKE, "plugins", "--json"], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [str(TETHER), *FAKE, "plugins", "--json"], capture_output=True, text=True, check=True
+    )
     report = json.loads(proc.stdout)
     assert "cli_fake_model" in {p["name"] for p in report["plugins"]}

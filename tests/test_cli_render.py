@@ -16,7 +16,17 @@ from tether.cli.render import (
     summarize_arguments,
 )
 from tether.errors import RateLimitError
-from tether.events import Compaction, Done, Retry, RunEvent, TextDelta, ThinkingDelta, ToolEnd, ToolStart, TurnEnd
+from tether.events import (
+    Compaction,
+    Done,
+    Retry,
+    RunEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolEnd,
+    ToolStart,
+    TurnEnd,
+)
 from tether.messages import StopReason, ToolResultBlock, Usage
 from tether.result import Outcome, RunResult
 
@@ -49,10 +59,21 @@ def a_run() -> list[RunEvent]:
         ToolStart("c1", "read_file", {"path": "README.md", "limit": 10}),
         ToolEnd("c1", "read_file", ToolResultBlock(call_id="c1", content="# tether\nmore"), 0.02),
         ToolStart("c2", "shell", {"command": "rm -rf /"}),
-        ToolEnd("c2", "shell", ToolResultBlock(call_id="c2", content="Refused: dangerous", is_error=True), 0.01),
+        ToolEnd(
+            "c2",
+            "shell",
+            ToolResultBlock(call_id="c2", content="Refused: dangerous", is_error=True),
+            0.01,
+        ),
         Retry(attempt=1, delay=2.0, error=RateLimitError("Rate limited.", retry_after=2.0)),
         Compaction("summarize", 90_000, 12_000, 40, 6),
-        TurnEnd("acme/big", StopReason.END_TURN, Usage(input_tokens=1200, output_tokens=345), 0.4, 0.0123),
+        TurnEnd(
+            "acme/big",
+            StopReason.END_TURN,
+            Usage(input_tokens=1200, output_tokens=345),
+            0.4,
+            0.0123,
+        ),
         TextDelta("Done."),
         Done(result()),
     ]
@@ -77,9 +98,14 @@ def test_rich_shows_text_dimmed_thinking_tools_errors_in_red_and_a_usage_line() 
     assert "read_file" in out and '(path="README.md", limit=10)' in out
     assert "✓ " in out and "# tether" in out  # the first line of the result
     assert RED in out and "Refused: dangerous" in out
-    assert "retrying in 2.0s (attempt 2): Rate limited. (the partial answer above is discarded)" in out
+    assert (
+        "retrying in 2.0s (attempt 2): Rate limited. (the partial answer above is discarded)" in out
+    )
     assert "90,000 → 12,000 tokens" in out
-    assert "acme/big · 2 turns · 2 tool calls (1 failed) · 1,200 in / 345 out tokens · $0.0123 · 1.5s" in out
+    assert (
+        "acme/big · 2 turns · 2 tool calls (1 failed) · 1,200 in / 345 out tokens · $0.0123 · 1.5s"
+        in out
+    )
     assert BOLD_RED in err and "Error: The provider rejected the key. Set ACME_API_KEY." in err
 
 
@@ -136,8 +162,14 @@ def test_event_to_dict_serialises_image_results_and_failed_runs() -> None:
     end = event_to_dict(ToolEnd("c", "plot", block, 0.1))
     assert end["content"][0] == {"type": "text", "text": "chart"}
     assert end["content"][1]["type"] == "image"
-    done = event_to_dict(Done(result(outcome=Outcome.LIMIT, error=MaxTurnsExceeded("Too many turns."))))
-    assert (done["outcome"], done["error"], done["error_type"]) == ("limit", "Too many turns.", "MaxTurnsExceeded")
+    done = event_to_dict(
+        Done(result(outcome=Outcome.LIMIT, error=MaxTurnsExceeded("Too many turns.")))
+    )
+    assert (done["outcome"], done["error"], done["error_type"]) == (
+        "limit",
+        "Too many turns.",
+        "MaxTurnsExceeded",
+    )
     json.dumps(end), json.dumps(done)
 
 
@@ -156,4 +188,6 @@ class _Terminal(io.StringIO):
 def test_make_renderer_picks_rich_for_a_terminal_plain_for_a_pipe_and_json_when_asked() -> None:
     assert isinstance(make_renderer(stdout=_Terminal(), stderr=io.StringIO()), RichRenderer)
     assert isinstance(make_renderer(stdout=io.StringIO(), stderr=io.StringIO()), PlainRenderer)
-    assert isinstance(make_renderer(json_mode=True, stdout=_Terminal(), stderr=io.StringIO()), JsonRenderer)
+    assert isinstance(
+        make_renderer(json_mode=True, stdout=_Terminal(), stderr=io.StringIO()), JsonRenderer
+    )

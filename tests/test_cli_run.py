@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
+import queue
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 from click.testing import CliRunner, Result
@@ -50,7 +51,9 @@ def test_run_streams_the_answer_to_stdout_and_tool_activity_to_stderr() -> None:
     assert result.stdout == "Adding.\nTool said: 5\n"
     assert "[tool] add(a=2, b=3)" in result.stderr
     assert "[tool] add done" in result.stderr
-    assert "2 turns" in result.stderr and "1 tool call" in result.stderr and "$0.0040" in result.stderr
+    assert (
+        "2 turns" in result.stderr and "1 tool call" in result.stderr and "$0.0040" in result.stderr
+    )
 
 
 def test_json_mode_prints_one_object_per_event_ending_with_done() -> None:
@@ -66,12 +69,18 @@ def test_json_mode_prints_one_object_per_event_ending_with_done() -> None:
     assert (end["content"], end["is_error"]) == ("5", False)
     assert types.index("tool_start") < types.index("tool_end")
     done = events[-1]
-    assert done["outcome"] == "completed" and done["output"] == "Tool said: 5" and done["cost"] == pytest.approx(0.004)
+    assert (
+        done["outcome"] == "completed"
+        and done["output"] == "Tool said: 5"
+        and done["cost"] == pytest.approx(0.004)
+    )
 
 
 def test_thinking_is_streamed_as_its_own_event_in_json_and_kept_off_stdout_in_plain_mode() -> None:
     as_json = invoke(*FAKE, "run", "-m", "fake-small", "--json", "think deeply")
-    thinking = [json.loads(line) for line in as_json.stdout.splitlines() if '"thinking_delta"' in line]
+    thinking = [
+        json.loads(line) for line in as_json.stdout.splitlines() if '"thinking_delta"' in line
+    ]
     assert thinking and thinking[0]["text"] == "Pondering deeply."
     plain = invoke(*FAKE, "run", "-m", "fake-small", "think deeply")
     assert plain.stdout == "Thought about deeply\n"
@@ -89,7 +98,9 @@ def test_a_missing_key_is_reported_with_the_variable_before_any_request() -> Non
     before = len(cli_fake_model.INSTANCES)
     result = invoke(*FAKE, "run", "-m", "fake-small", "hello")
     assert result.exit_code == 1
-    assert result.stderr.strip() == "Error: No API key for the fake provider. Set FAKE_MODEL_API_KEY."
+    assert (
+        result.stderr.strip() == "Error: No API key for the fake provider. Set FAKE_MODEL_API_KEY."
+    )
     assert "Traceback" not in result.output
     built = cli_fake_model.INSTANCES[before:]
     assert built and all(not provider.requests for provider in built)
@@ -152,7 +163,9 @@ def test_model_tools_and_aliases_come_from_the_config_file(tmp_path: Path) -> No
     assert result.stdout.endswith("Tool said: 42\n")
 
 
-def test_tether_toml_in_the_working_directory_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_tether_toml_in_the_working_directory_is_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("TETHER_CONFIG")
     (tmp_path / "tether.toml").write_text('model = "fake-small"\nsystem = "Be brief."\n')
     result = invoke(*FAKE, "run", "hi")
@@ -203,32 +216,51 @@ def test_the_installed_script_reports_its_version() -> None:
     assert proc.stdout.strip() == f"tether {tether.__version__}"
 
 
-def lines_until(stream: object, marker: str) -> Iterator[str]:
-    """Yield lines from a subprocess pipe until one contains ``marker``; fails if the
-    process ends (or stays silent for a minute) first."""
-    selector = selectors.DefaultSelector()
-    selector.register(stream, selectors.EVENT_READ)  # type: ignore[arg-type]
-    while True:
-        assert selector.select(timeout=60), f"no output containing {marker!r}"
-        line = stream.readline()  # type: ignore[attr-defined]
-        assert line, f"the process ended before printing {marker!r}"
-        yield line
-        if marker in line:
-            return
+class LineReader:
+    """Reads a subprocess pipe line by line on a thread, so the test can wait for a line
+    without racing the pipe's buffering; fails if nothing matching arrives in a minute."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in iter(stream.readline, ""):
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, marker: str) -> None:
+        while True:
+            line = self.lines.get(timeout=60)
+            assert line is not None, f"the process ended before printing {marker!r}: {self.seen}"
+            self.seen.append(line)
+            if marker in line:
+                return
+
+    def rest(self) -> str:
+        """Everything after the lines already seen, up to the end of the stream."""
+        tail = []
+        while (line := self.lines.get(timeout=60)) is not None:
+            tail.append(line)
+        return "".join(tail)
 
 
 def test_ctrl_c_cancels_a_run_in_a_tool_and_exits_130() -> None:
     proc = subprocess.Popen(
         [str(TETHER), *FAKE, "run", "-m", "fake-small", "--tools", "wait_forever", "wait"],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stderr is not None
+    errors = LineReader(proc.stderr)
     try:
-        list(lines_until(proc.stderr, "[tool] wait_forever()"))
+        errors.wait_for("[tool] wait_forever()")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        err = errors.rest()
     finally:
         proc.kill()
     assert proc.returncode == 130

@@ -57,7 +57,9 @@ def code_blocks(page: Path) -> list[Block]:
         end = start
         while not lines[end].strip().startswith("```"):
             end += 1
-        code = "\n".join(line.removeprefix(match.group("indent")) for line in lines[start:end]) + "\n"
+        code = (
+            "\n".join(line.removeprefix(match.group("indent")) for line in lines[start:end]) + "\n"
+        )
         blocks.append(Block(language, title.group("title") if title else None, code, start))
         index = end + 1
     return blocks
@@ -72,7 +74,9 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("TETHER_MODEL", raising=False)
 
 
-SNIPPET_PAGES = [p for p in PAGES if any(b.language == "python" and b.title is None for b in code_blocks(p))]
+SNIPPET_PAGES = [
+    p for p in PAGES if any(b.language == "python" and b.title is None for b in code_blocks(p))
+]
 
 
 @pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: p.name)
@@ -120,11 +124,15 @@ def test_every_configuration_key_is_documented() -> None:
 def test_every_environment_variable_is_documented() -> None:
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
     sources = [ROOT / "core" / "src" / "tether" / name for name in ("config.py", "plugins.py")]
-    variables = {v for src in sources for v in re.findall(r"TETHER_[A-Z_]+", src.read_text(encoding="utf-8"))}
+    variables = {
+        v for src in sources for v in re.findall(r"TETHER_[A-Z_]+", src.read_text(encoding="utf-8"))
+    }
     assert variables and all(f"`{v}`" in text for v in variables), variables
 
 
-TOML_PAGES = [p for p in PAGES if any(b.language == "toml" and b.title is None for b in code_blocks(p))]
+TOML_PAGES = [
+    p for p in PAGES if any(b.language == "toml" and b.title is None for b in code_blocks(p))
+]
 
 
 @pytest.mark.parametrize("page", TOML_PAGES, ids=lambda p: p.name)
@@ -135,7 +143,9 @@ def test_documented_tether_toml_snippets_are_valid(page: Path) -> None:
 
     for block in code_blocks(page):
         if block.language == "toml" and block.title is None:
-            parse_config(tomllib.loads(block.code), source=Path(f"{page.name}, block at line {block.line}"))
+            parse_config(
+                tomllib.loads(block.code), source=Path(f"{page.name}, block at line {block.line}")
+            )
 
 
 # -- the plugin tutorial --------------------------------------------------------------------------
@@ -145,7 +155,11 @@ def tutorial_install(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
     directory (as pip would into site-packages). Returns (project dir, site dir)."""
     project = tmp_path_factory.mktemp("tether-notes")
     files = [b for b in code_blocks(TUTORIAL) if b.title is not None]
-    assert {b.title for b in files} == {"pyproject.toml", "src/tether_notes/__init__.py", "tests/test_notes.py"}
+    assert {b.title for b in files} == {
+        "pyproject.toml",
+        "src/tether_notes/__init__.py",
+        "tests/test_notes.py",
+    }
     for block in files:
         path = project / block.title  # type: ignore[operator]
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +182,9 @@ def _env(site: Path, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_the_tutorial_plugin_passes_its_own_tests(tutorial_install: tuple[Path, Path], tmp_path: Path) -> None:
+def test_the_tutorial_plugin_passes_its_own_tests(
+    tutorial_install: tuple[Path, Path], tmp_path: Path
+) -> None:
     project, site = tutorial_install
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
@@ -182,19 +198,31 @@ def test_the_tutorial_plugin_passes_its_own_tests(tutorial_install: tuple[Path, 
     assert "4 passed" in proc.stdout
 
 
-def test_tether_plugins_finds_the_tutorial_plugin(tutorial_install: tuple[Path, Path], tmp_path: Path) -> None:
+def test_tether_plugins_finds_the_tutorial_plugin(
+    tutorial_install: tuple[Path, Path], tmp_path: Path
+) -> None:
     _, site = tutorial_install
     proc = subprocess.run(
-        [str(TETHER), "plugins", "--json"], env=_env(site, tmp_path), capture_output=True, text=True, check=True
+        [str(TETHER), "plugins", "--json"],
+        env=_env(site, tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     report = json.loads(proc.stdout)
     plugin = next(p for p in report["plugins"] if p["name"] == "notes")
-    assert (plugin["distribution"], plugin["version"], plugin["hooks"]) == ("tether-notes", "0.1.0", ["register_tools"])
+    assert (plugin["distribution"], plugin["version"], plugin["hooks"]) == (
+        "tether-notes",
+        "0.1.0",
+        ["register_tools"],
+    )
     toolset = next(t for t in report["components"]["tool"] if t["name"] == "notes")
     assert toolset["details"] == "add_note, search_notes"
 
 
-def test_a_model_uses_the_installed_tutorial_tools_by_name(tutorial_install: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_model_uses_the_installed_tutorial_tools_by_name(
+    tutorial_install: tuple[Path, Path], tmp_path: Path
+) -> None:
     _, site = tutorial_install
     script = """
 import tether
@@ -212,7 +240,12 @@ print(result.output)
 print(provider.requests[2].messages[-1].tool_results[0].text)
 """
     proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, env=_env(site, tmp_path), capture_output=True, text=True, check=False
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=_env(site, tmp_path),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["Found it.", "Lunch is at noon"]

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..plugins import PluginManager
 
-__all__ = ["CliState", "TetherCommandError", "cli", "main", "pass_state"]
+__all__ = ["CliState", "TetherCommandError", "cli", "fail", "main", "pass_state"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,18 +36,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``tether --help`` list them without importing their modules.
 BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("tether.cli.run", "run", "Run an agent on a prompt and stream what it does."),
-    "chat": ("tether.cli.chat", "chat", "Talk with an agent in a named session that survives restarts."),
-    "plugins": ("tether.cli.plugins", "plugins", "List plugins, what they register, and load errors."),
+    "chat": (
+        "tether.cli.chat",
+        "chat",
+        "Talk with an agent in a named session that survives restarts.",
+    ),
+    "plugins": (
+        "tether.cli.plugins",
+        "plugins",
+        "List plugins, what they register, and load errors.",
+    ),
     "models": ("tether.cli.models", "models", "List the models every installed provider knows."),
 }
 
 
 class TetherCommandError(click.ClickException):
-    """An expected failure: printed as one line on stderr, exit status 1 (or ``exit_code``)."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    """An expected failure: printed as one line on stderr, exit status 1."""
 
     def show(self, file: Any = None) -> None:
         click.secho(f"Error: {self.format_message()}", file=file, err=True, fg="red")
@@ -63,7 +67,10 @@ class CliState:
     """
 
     def __init__(
-        self, config_path: Path | None = None, plugin_modules: Sequence[str] = (), debug: bool = False
+        self,
+        config_path: Path | None = None,
+        plugin_modules: Sequence[str] = (),
+        debug: bool = False,
     ) -> None:
         self.config_path = config_path
         self.plugin_modules = tuple(plugin_modules)
@@ -124,9 +131,9 @@ def _state(ctx: click.Context) -> CliState:
     return state
 
 
-def fail(message: str, exit_code: int = 1) -> NoReturn:
-    """End the command with ``message`` on stderr (helper for command modules)."""
-    raise TetherCommandError(message, exit_code)
+def fail(message: str) -> NoReturn:
+    """End the command with ``message`` on stderr and exit status 1 (for command modules)."""
+    raise TetherCommandError(message)
 
 
 class _WarningHandler(logging.Handler):
@@ -139,7 +146,11 @@ class _WarningHandler(logging.Handler):
         self.quiet_plugin_warnings = False
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.quiet_plugin_warnings and record.name == "tether.plugins" and record.levelno < logging.ERROR:
+        if (
+            self.quiet_plugin_warnings
+            and record.name == "tether.plugins"
+            and record.levelno < logging.ERROR
+        ):
             return
         message = record.getMessage()
         if message in self.seen:

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 import click
 
 from . import CliState, pass_state
-from .run import build_agent, check_provider, exit_status, model_options, parse_tool_names, report_error, stream_run
+from .run import (
+    build_agent,
+    check_provider,
+    exit_status,
+    model_options,
+    parse_tool_names,
+    report_error,
+    stream_run,
+)
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -40,10 +48,7 @@ def read_line(prompt: str) -> str | None:
 
 def _greeting(name: str, session: JsonlSession) -> str:
     count = len(session.messages)
-    if count:
-        opening = f'Resumed session "{name}" ({count} messages).'
-    else:
-        opening = f'New session "{name}".'
+    opening = f'Resumed session "{name}" ({count} messages).' if count else f'New session "{name}".'
     return f"{opening} Ctrl-C stops a response; Ctrl-D or /exit quits."
 
 
@@ -110,7 +115,9 @@ def chat(
     try:
         renderer = make_renderer()
         if session.repair_report:
-            renderer.notice(f'Session "{session_name}" was repaired on load: {session.repair_report.summary()}.')
+            renderer.notice(
+                f'Session "{session_name}" was repaired on load: {session.repair_report.summary()}.'
+            )
         agent = build_agent(
             state,
             model=model,

@@ -106,7 +106,9 @@ def format_catalogue(report: dict[str, Any]) -> str:
         if lines:
             lines.append("")
         source = provider["distribution"]
-        lines.append(f"{provider['name']} {source if source.startswith('(') else f'(from {source})'}")
+        lines.append(
+            f"{provider['name']} {source if source.startswith('(') else f'(from {source})'}"
+        )
         if provider["error"]:
             lines.append(f"  cannot list models: {provider['error']}")
             continue
@@ -126,7 +128,10 @@ def format_catalogue(report: dict[str, Any]) -> str:
                     f"{model['max_output_tokens']:,}",
                     _money(pricing.get("input")),
                     _money(pricing.get("output")),
-                    ", ".join(text for key, text in _CAPABILITY_LABELS if model["capabilities"][key]) or "-",
+                    ", ".join(
+                        text for key, text in _CAPABILITY_LABELS if model["capabilities"][key]
+                    )
+                    or "-",
                 ]
             )
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

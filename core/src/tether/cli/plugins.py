@@ -36,7 +36,7 @@ def plugin_report(manager: PluginManager) -> dict[str, Any]:
     """
     registrars = manager.all_registrars()
     components: dict[str, list[dict[str, str]]] = {}
-    conflicts = []
+    conflicts: list[dict[str, Any]] = []
     for registrar in registrars:
         entries = [
             {
@@ -86,7 +86,9 @@ def _plural(kind: str) -> str:
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
-        (indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))).rstrip()
+        (
+            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]
 

@@ -81,7 +81,9 @@ def make_renderer(
     if _isatty(out):
         from rich.console import Console
 
-        return RichRenderer(Console(file=out, highlight=False), Console(file=err, stderr=True, highlight=False))
+        return RichRenderer(
+            Console(file=out, highlight=False), Console(file=err, stderr=True, highlight=False)
+        )
     return PlainRenderer(out, err)
 
 
@@ -154,7 +156,12 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
     if isinstance(event, ThinkingDelta):
         return {"type": "thinking_delta", "text": event.text, "signature": event.signature}
     if isinstance(event, ToolStart):
-        return {"type": "tool_start", "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
+        return {
+            "type": "tool_start",
+            "call_id": event.call_id,
+            "name": event.name,
+            "arguments": event.arguments,
+        }
     if isinstance(event, ToolEnd):
         content = event.result.content
         return {
@@ -163,7 +170,9 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
             "name": event.name,
             "is_error": event.is_error,
             "duration": event.duration,
-            "content": content if isinstance(content, str) else [b.model_dump(mode="json") for b in content],
+            "content": content
+            if isinstance(content, str)
+            else [b.model_dump(mode="json") for b in content],
         }
     if isinstance(event, Compaction):
         return {
@@ -341,7 +350,9 @@ class RichRenderer:
         elif isinstance(event, ToolEnd):
             text = _first_line(_result_text(event.result))
             if event.is_error:
-                self._line(Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red")))
+                self._line(
+                    Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red"))
+                )
             else:
                 self._line(
                     Text.assemble(

@@ -96,7 +96,11 @@ def build_agent(
             "No model given. Pass -m provider/model (e.g. -m anthropic/claude-sonnet-4-5), "
             f"or set `model` in tether.toml or the TETHER_MODEL environment variable. {listing}"
         )
-    limits = config.limits if max_turns is None else config.limits.model_copy(update={"max_turns": max_turns})
+    limits = (
+        config.limits
+        if max_turns is None
+        else config.limits.model_copy(update={"max_turns": max_turns})
+    )
     return Agent(
         chosen,
         system=system,
@@ -203,14 +207,18 @@ def read_prompt(prompt: str | None) -> str:
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
         prompt = sys.stdin.read()
     if prompt is None or not prompt.strip():
-        raise click.UsageError('Give a prompt: tether run "What changed in CHANGELOG.md?" (or pipe one on stdin).')
+        raise click.UsageError(
+            'Give a prompt: tether run "What changed in CHANGELOG.md?" (or pipe one on stdin).'
+        )
     return prompt
 
 
 @click.command("run")
 @click.argument("prompt", required=False)
 @model_options
-@click.option("--json", "json_mode", is_flag=True, help="Print one JSON object per event instead of text.")
+@click.option(
+    "--json", "json_mode", is_flag=True, help="Print one JSON object per event instead of text."
+)
 @pass_state
 def run(
     state: CliState,
@@ -235,7 +243,9 @@ def run(
 
     text = read_prompt(prompt)
     renderer = make_renderer(json_mode=json_mode)
-    agent = build_agent(state, model=model, system=system, tools=parse_tool_names(tools), max_turns=max_turns)
+    agent = build_agent(
+        state, model=model, system=system, tools=parse_tool_names(tools), max_turns=max_turns
+    )
 
     async def main() -> int:
         try:
