@@ -145,10 +145,11 @@ class VectorIndex:
         alive = np.zeros(capacity, dtype=np.bool_)
         slots = np.zeros(capacity, dtype=np.int64)
         n = self._size
-        matrix[:n] = self._matrix[:n]
-        codes[:, :n] = self._codes[:, :n]
-        alive[:n] = self._alive[:n]
-        slots[:n] = self._slots[:n]
+        if n:
+            matrix[:n] = self._matrix[:n]
+            codes[:, :n] = self._codes[:, :n]
+            alive[:n] = self._alive[:n]
+            slots[:n] = self._slots[:n]
         self._matrix, self._codes, self._alive, self._slots = matrix, codes, alive, slots
 
     def _compact(self) -> None:
