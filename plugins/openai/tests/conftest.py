@@ -32,7 +32,9 @@ class RecordingSleep:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_environment(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("live"):
+        return
     monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
     for name in (
         "OPENAI_API_KEY",
