@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
 import tether
 from tether.config import Config
 from tether.messages import Message, ToolResultBlock
@@ -47,7 +48,9 @@ def changelog_server() -> Iterator[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "calc.py").write_text('def add(a, b):\n    """Sum of a and b."""\n    return a - b\n')
+    (tmp_path / "calc.py").write_text(
+        'def add(a, b):\n    """Sum of a and b."""\n    return a - b\n'
+    )
     (tmp_path / "test_calc.py").write_text(
         "import unittest\n\nfrom calc import add\n\n\n"
         "class AddTest(unittest.TestCase):\n"
@@ -67,7 +70,16 @@ async def test_agent_reads_edits_tests_and_fetches(project: Path, changelog_serv
         [
             Reply(text="Let me look.", tool_calls=[call("read_file", path="calc.py")]),
             Reply(tool_calls=[call("run_command", command=run_tests)]),
-            Reply(tool_calls=[call("edit_file", path="calc.py", old_text="return a - b", new_text="return a + b")]),
+            Reply(
+                tool_calls=[
+                    call(
+                        "edit_file",
+                        path="calc.py",
+                        old_text="return a - b",
+                        new_text="return a + b",
+                    )
+                ]
+            ),
             Reply(tool_calls=[call("run_command", command=run_tests)]),
             Reply(tool_calls=[call("web_fetch", url=f"{changelog_server}/changelog")]),
             Reply(text="Fixed add(); the tests pass and the changelog agrees."),
@@ -79,7 +91,15 @@ async def test_agent_reads_edits_tests_and_fetches(project: Path, changelog_serv
     )
     agent = tether.Agent(provider, config=config, cwd=project)
     assert [t.name for t in agent.tools()] == [
-        "read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "run_command", "web_fetch", "web_search",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_dir",
+        "glob",
+        "grep",
+        "run_command",
+        "web_fetch",
+        "web_search",
     ]
 
     result = await agent.run("add() is broken; fix it and check the changelog.")
@@ -90,13 +110,21 @@ async def test_agent_reads_edits_tests_and_fetches(project: Path, changelog_serv
     assert_invariant(result.messages)
     read, failing, edit, passing, fetched = (r.content for r in _results(result.messages))
     assert isinstance(read, str) and "3\t    return a - b" in read
-    assert isinstance(failing, str) and failing.startswith("Exit code: 1\n") and "FAILED (failures=1)" in failing
+    assert (
+        isinstance(failing, str)
+        and failing.startswith("Exit code: 1\n")
+        and "FAILED (failures=1)" in failing
+    )
     assert edit == "Edited calc.py: 1 replacement starting at line 3."
     assert isinstance(passing, str) and passing.startswith("Exit code: 0\n") and "OK" in passing
     assert isinstance(fetched, str)
-    assert fetched.startswith(f"URL: {changelog_server}/changelog\nContent-Type: text/html\nTitle: Changelog\n\n")
+    assert fetched.startswith(
+        f"URL: {changelog_server}/changelog\nContent-Type: text/html\nTitle: Changelog\n\n"
+    )
     assert "# calc 1.1" in fetched and "- add() adds again" in fetched and "track()" not in fetched
-    assert (project / "calc.py").read_text() == 'def add(a, b):\n    """Sum of a and b."""\n    return a + b\n'
+    assert (
+        project / "calc.py"
+    ).read_text() == 'def add(a, b):\n    """Sum of a and b."""\n    return a + b\n'
     # the model saw every tool result before its next turn
     last_request = provider.requests[-1]
     assert _results(last_request.messages)[-1].content == fetched

@@ -6,12 +6,11 @@ import os
 from pathlib import Path
 
 from tether.testing import call_tool
-
 from tether_tools.fs import edit_file, glob, grep, list_dir, read_file, write_file
 
 
 def _text(result: object) -> str:
-    content = getattr(result, "content")
+    content = result.content
     assert isinstance(content, str)
     return content
 
@@ -19,7 +18,9 @@ def _text(result: object) -> str:
 # -- read_file -----------------------------------------------------------------------
 async def test_read_file_numbers_lines_and_reads_a_range(tmp_path: Path) -> None:
     (tmp_path / "poem.txt").write_text("".join(f"line {n}\n" for n in range(1, 11)))
-    result = await call_tool(read_file, {"path": "poem.txt", "start_line": 3, "end_line": 5}, cwd=tmp_path)
+    result = await call_tool(
+        read_file, {"path": "poem.txt", "start_line": 3, "end_line": 5}, cwd=tmp_path
+    )
     lines = _text(result).splitlines()
     assert lines[0] == "poem.txt · lines 3-5 of 10 · utf-8"
     assert lines[1:] == ["3\tline 3", "4\tline 4", "5\tline 5"]
@@ -27,7 +28,9 @@ async def test_read_file_numbers_lines_and_reads_a_range(tmp_path: Path) -> None
 
 async def test_read_file_caps_lines_and_says_how_to_continue(tmp_path: Path) -> None:
     (tmp_path / "long.txt").write_text("".join(f"{n}\n" for n in range(1, 101)))
-    result = await call_tool(read_file, {"path": "long.txt"}, cwd=tmp_path, settings={"max_lines": 10})
+    result = await call_tool(
+        read_file, {"path": "long.txt"}, cwd=tmp_path, settings={"max_lines": 10}
+    )
     text = _text(result)
     assert "10\t10" in text and "11\t11" not in text
     assert "Continue with start_line=11" in text
@@ -36,7 +39,9 @@ async def test_read_file_caps_lines_and_says_how_to_continue(tmp_path: Path) -> 
 async def test_read_file_on_a_file_over_the_size_cap_reads_a_slice(tmp_path: Path) -> None:
     (tmp_path / "big.log").write_text("".join(f"entry {n:05d}\n" for n in range(20000)))
     result = await call_tool(
-        read_file, {"path": "big.log", "start_line": 15001, "end_line": 15002}, cwd=tmp_path,
+        read_file,
+        {"path": "big.log", "start_line": 15001, "end_line": 15002},
+        cwd=tmp_path,
         settings={"max_read_bytes": 4096},
     )
     assert not result.is_error
@@ -55,9 +60,13 @@ async def test_read_file_detects_and_accepts_encodings(tmp_path: Path) -> None:
     (tmp_path / "latin.txt").write_bytes("café crème brûlée, à la française\n".encode("latin-1"))
     utf16 = await call_tool(read_file, {"path": "utf16.txt"}, cwd=tmp_path)
     assert "héllo wörld" in _text(utf16)
-    explicit = await call_tool(read_file, {"path": "latin.txt", "encoding": "latin-1"}, cwd=tmp_path)
+    explicit = await call_tool(
+        read_file, {"path": "latin.txt", "encoding": "latin-1"}, cwd=tmp_path
+    )
     assert "café crème brûlée" in _text(explicit)
-    wrong = await call_tool(read_file, {"path": "latin.txt", "encoding": "no-such-codec"}, cwd=tmp_path)
+    wrong = await call_tool(
+        read_file, {"path": "latin.txt", "encoding": "no-such-codec"}, cwd=tmp_path
+    )
     assert wrong.is_error and "Unknown encoding" in _text(wrong)
 
 
@@ -71,10 +80,14 @@ async def test_read_file_missing_and_directory(tmp_path: Path) -> None:
 
 # -- write_file ------------------------------------------------------------------------
 async def test_write_file_creates_parents_and_replaces_atomically(tmp_path: Path) -> None:
-    created = await call_tool(write_file, {"path": "a/b/new.txt", "content": "one\ntwo\n"}, cwd=tmp_path)
+    created = await call_tool(
+        write_file, {"path": "a/b/new.txt", "content": "one\ntwo\n"}, cwd=tmp_path
+    )
     assert _text(created) == "Created a/b/new.txt (8 bytes, 2 lines)."
     (tmp_path / "a/b/new.txt").chmod(0o600)
-    replaced = await call_tool(write_file, {"path": "a/b/new.txt", "content": "three"}, cwd=tmp_path)
+    replaced = await call_tool(
+        write_file, {"path": "a/b/new.txt", "content": "three"}, cwd=tmp_path
+    )
     assert _text(replaced).startswith("Replaced a/b/new.txt")
     assert (tmp_path / "a/b/new.txt").read_text() == "three"
     assert (tmp_path / "a/b/new.txt").stat().st_mode & 0o777 == 0o600
@@ -83,7 +96,10 @@ async def test_write_file_creates_parents_and_replaces_atomically(tmp_path: Path
 
 async def test_write_file_refuses_content_over_the_limit(tmp_path: Path) -> None:
     result = await call_tool(
-        write_file, {"path": "huge.txt", "content": "x" * 2000}, cwd=tmp_path, settings={"max_write_bytes": 1000}
+        write_file,
+        {"path": "huge.txt", "content": "x" * 2000},
+        cwd=tmp_path,
+        settings={"max_write_bytes": 1000},
     )
     assert result.is_error and "more than the 1000-byte limit" in _text(result)
     assert not (tmp_path / "huge.txt").exists()
@@ -96,16 +112,22 @@ SOURCE = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b
 async def test_edit_file_replaces_exactly_one_match(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     result = await call_tool(
-        edit_file, {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}, cwd=tmp_path
+        edit_file,
+        {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"},
+        cwd=tmp_path,
     )
     assert _text(result) == "Edited calc.py: 1 replacement starting at line 2."
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
 
-async def test_edit_file_with_several_matches_lists_them_and_changes_nothing(tmp_path: Path) -> None:
+async def test_edit_file_with_several_matches_lists_them_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "calc.py").write_text(SOURCE)
     result = await call_tool(
-        edit_file, {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}, cwd=tmp_path
+        edit_file,
+        {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"},
+        cwd=tmp_path,
     )
     assert result.is_error
     assert "occurs 2 times in calc.py (at lines 2, 6)" in _text(result)
@@ -122,7 +144,9 @@ async def test_edit_file_with_several_matches_lists_them_and_changes_nothing(tmp
 async def test_edit_file_without_a_match_shows_the_nearest_passage(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text(SOURCE)
     result = await call_tool(
-        edit_file, {"path": "calc.py", "old_text": "def ad(a, b):", "new_text": "def plus(a, b):"}, cwd=tmp_path
+        edit_file,
+        {"path": "calc.py", "old_text": "def ad(a, b):", "new_text": "def plus(a, b):"},
+        cwd=tmp_path,
     )
     text = _text(result)
     assert result.is_error
@@ -134,7 +158,9 @@ async def test_edit_file_without_a_match_shows_the_nearest_passage(tmp_path: Pat
 async def test_edit_file_points_out_whitespace_differences(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text(SOURCE)
     result = await call_tool(
-        edit_file, {"path": "calc.py", "old_text": "def add(a, b):\n  return a - b", "new_text": "x"}, cwd=tmp_path
+        edit_file,
+        {"path": "calc.py", "old_text": "def add(a, b):\n  return a - b", "new_text": "x"},
+        cwd=tmp_path,
     )
     assert "matches if whitespace is ignored" in _text(result)
 
@@ -142,7 +168,9 @@ async def test_edit_file_points_out_whitespace_differences(tmp_path: Path) -> No
 async def test_edit_file_keeps_windows_line_endings(tmp_path: Path) -> None:
     (tmp_path / "win.txt").write_bytes(b"alpha\r\nbeta\r\n")
     result = await call_tool(
-        edit_file, {"path": "win.txt", "old_text": "alpha\nbeta", "new_text": "alpha\ngamma"}, cwd=tmp_path
+        edit_file,
+        {"path": "win.txt", "old_text": "alpha\nbeta", "new_text": "alpha\ngamma"},
+        cwd=tmp_path,
     )
     assert not result.is_error
     assert (tmp_path / "win.txt").read_bytes() == b"alpha\r\ngamma\r\n"
@@ -186,13 +214,20 @@ async def test_grep_finds_lines_and_skips_ignored_files(tmp_path: Path) -> None:
     _project(tmp_path)
     text = _text(await call_tool(grep, {"pattern": r"def load_\w+"}, cwd=tmp_path))
     assert text.splitlines() == ["src/pkg/core.py:1: def load_config():"]
-    filtered = _text(await call_tool(grep, {"pattern": "load_config", "glob": "main.py"}, cwd=tmp_path))
-    assert filtered.splitlines() == ["src/main.py:1: from pkg.core import load_config", "src/main.py:2: load_config()"]
+    filtered = _text(
+        await call_tool(grep, {"pattern": "load_config", "glob": "main.py"}, cwd=tmp_path)
+    )
+    assert filtered.splitlines() == [
+        "src/main.py:1: from pkg.core import load_config",
+        "src/main.py:2: load_config()",
+    ]
 
 
 async def test_grep_caps_output_and_reports_bad_patterns(tmp_path: Path) -> None:
     (tmp_path / "many.txt").write_text("hit\n" * 1000)
-    capped = _text(await call_tool(grep, {"pattern": "hit"}, cwd=tmp_path, settings={"max_matches": 5}))
+    capped = _text(
+        await call_tool(grep, {"pattern": "hit"}, cwd=tmp_path, settings={"max_matches": 5})
+    )
     assert len(capped.splitlines()) == 6
     assert "995 more matches not shown" in capped
     bad = await call_tool(grep, {"pattern": "def (broken"}, cwd=tmp_path)

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from tether.testing import call_tool
 
+from tether.testing import call_tool
 from tether_tools.fs import edit_file, glob, grep, list_dir, read_file, write_file
 
 
@@ -31,7 +31,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def _text(result: object) -> str:
-    content = getattr(result, "content")
+    content = result.content
     assert isinstance(content, str)
     return content
 
@@ -60,9 +60,13 @@ async def test_absolute_path_outside_is_refused(layout: tuple[Path, Path, Path])
     assert "top secret" not in _text(result)
 
 
-async def test_sibling_directory_sharing_the_root_prefix_is_outside(layout: tuple[Path, Path, Path]) -> None:
+async def test_sibling_directory_sharing_the_root_prefix_is_outside(
+    layout: tuple[Path, Path, Path],
+) -> None:
     root, evil, _ = layout
-    result = await call_tool(write_file, {"path": str(evil / "loot.txt"), "content": "pwned"}, cwd=root)
+    result = await call_tool(
+        write_file, {"path": str(evil / "loot.txt"), "content": "pwned"}, cwd=root
+    )
     assert result.is_error
     assert "outside the workspace" in _text(result)
     assert (evil / "loot.txt").read_text() == "sibling secret\n"
@@ -82,12 +86,16 @@ async def test_benign_dotdot_that_stays_inside_is_allowed(layout: tuple[Path, Pa
     assert "1\tprint('hi')" in _text(result)
 
 
-async def test_symlink_to_outside_file_is_refused_for_read_and_write(layout: tuple[Path, Path, Path]) -> None:
+async def test_symlink_to_outside_file_is_refused_for_read_and_write(
+    layout: tuple[Path, Path, Path],
+) -> None:
     root, _, outside = layout
     (root / "link.txt").symlink_to(outside / "secret.txt")
     read = await call_tool(read_file, {"path": "link.txt"}, cwd=root)
     write = await call_tool(write_file, {"path": "link.txt", "content": "pwned"}, cwd=root)
-    edit = await call_tool(edit_file, {"path": "link.txt", "old_text": "top", "new_text": "pwned"}, cwd=root)
+    edit = await call_tool(
+        edit_file, {"path": "link.txt", "old_text": "top", "new_text": "pwned"}, cwd=root
+    )
     for result in (read, write, edit):
         assert result.is_error
         assert "symbolic link that points outside the workspace" in _text(result)
@@ -108,7 +116,9 @@ async def test_symlinked_directory_to_outside_is_refused(layout: tuple[Path, Pat
     assert "secret.txt" not in _text(listing)
 
 
-async def test_dangling_symlink_pointing_outside_cannot_create_a_file(layout: tuple[Path, Path, Path]) -> None:
+async def test_dangling_symlink_pointing_outside_cannot_create_a_file(
+    layout: tuple[Path, Path, Path],
+) -> None:
     root, _, outside = layout
     target = outside / "created-by-agent.txt"
     (root / "dangling").symlink_to(target)
@@ -126,7 +136,9 @@ async def test_symlink_inside_the_workspace_is_followed(layout: tuple[Path, Path
     assert "print('hi')" in _text(result)
 
 
-async def test_proc_and_devices_are_refused_even_under_a_root_that_contains_them(tmp_path: Path) -> None:
+async def test_proc_and_devices_are_refused_even_under_a_root_that_contains_them(
+    tmp_path: Path,
+) -> None:
     for path in ("/proc/self/environ", "/dev/zero", "/sys/kernel"):
         result = await call_tool(read_file, {"path": path}, cwd="/")
         assert result.is_error, path
@@ -148,14 +160,20 @@ async def test_home_directory_paths_are_refused(layout: tuple[Path, Path, Path])
     assert "home directory" in _text(result)
 
 
-async def test_configured_root_confines_below_the_working_directory(layout: tuple[Path, Path, Path]) -> None:
+async def test_configured_root_confines_below_the_working_directory(
+    layout: tuple[Path, Path, Path],
+) -> None:
     root, _, _ = layout
-    result = await call_tool(read_file, {"path": "../src/app.py"}, cwd=root, settings={"root": "docs"})
+    result = await call_tool(
+        read_file, {"path": "../src/app.py"}, cwd=root, settings={"root": "docs"}
+    )
     assert result.is_error
     assert "climbs out" in _text(result)
 
 
-async def test_glob_refuses_escaping_patterns_and_skips_links_outside(layout: tuple[Path, Path, Path]) -> None:
+async def test_glob_refuses_escaping_patterns_and_skips_links_outside(
+    layout: tuple[Path, Path, Path],
+) -> None:
     root, _, outside = layout
     (root / "escape").symlink_to(outside, target_is_directory=True)
     (root / "leak.txt").symlink_to(outside / "secret.txt")

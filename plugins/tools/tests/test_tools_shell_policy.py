@@ -128,7 +128,7 @@ ALLOWED = [
     "mkdir -p build && cd build && cmake ..",
     "(cd sub && make -j2)",
     "chmod +x scripts/run.sh",
-    "for f in *.py; do echo \"$f\"; done",
+    'for f in *.py; do echo "$f"; done',
     "sh ./configure --prefix=$PWD/out",
     "bash scripts/test.sh",
     "python3 - <<EOF\nprint('hi')\nEOF",
@@ -158,7 +158,10 @@ def test_allowed(command: str) -> None:
 
 def test_reason_shows_the_command_as_it_would_really_run() -> None:
     decision = check_command("sh -c 'X=/; r\"\"m -r -f $X'")
-    assert decision.reason == "`rm -r -f /` is blocked: it recursively deletes the root of the file system (`/`)."
+    assert (
+        decision.reason
+        == "`rm -r -f /` is blocked: it recursively deletes the root of the file system (`/`)."
+    )
 
 
 def test_deny_rules_block_matching_commands_anywhere_in_the_line() -> None:

@@ -8,13 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from tether.testing import call_tool
 
+from tether.testing import call_tool
 from tether_tools.shell import run_command
 
 
 def _text(result: object) -> str:
-    content = getattr(result, "content")
+    content = result.content
     assert isinstance(content, str)
     return content
 
@@ -29,41 +29,56 @@ def _is_dead(pid: int) -> bool:
 
 
 async def test_exit_code_and_combined_output(tmp_path: Path) -> None:
-    result = await call_tool(run_command, {"command": "echo out; echo err >&2; exit 3"}, cwd=tmp_path)
+    result = await call_tool(
+        run_command, {"command": "echo out; echo err >&2; exit 3"}, cwd=tmp_path
+    )
     assert not result.is_error
     assert _text(result) == "Exit code: 3\nout\nerr\n"
 
 
 async def test_blocked_command_runs_nothing(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("precious")
-    result = await call_tool(run_command, {"command": "touch ran.txt && rm -rf ~ && rm keep.txt"}, cwd=tmp_path)
+    result = await call_tool(
+        run_command, {"command": "touch ran.txt && rm -rf ~ && rm keep.txt"}, cwd=tmp_path
+    )
     assert result.is_error
-    assert _text(result).startswith("Blocked by the command policy; nothing was run. `rm -rf ~` is blocked")
+    assert _text(result).startswith(
+        "Blocked by the command policy; nothing was run. `rm -rf ~` is blocked"
+    )
     assert not (tmp_path / "ran.txt").exists()
     assert (tmp_path / "keep.txt").read_text() == "precious"
 
 
 async def test_configured_deny_rule_is_enforced(tmp_path: Path) -> None:
     result = await call_tool(
-        run_command, {"command": "touch made.txt; git push"}, cwd=tmp_path, settings={"deny": ["git push"]}
+        run_command,
+        {"command": "touch made.txt; git push"},
+        cwd=tmp_path,
+        settings={"deny": ["git push"]},
     )
     assert result.is_error and "deny rule `git push`" in _text(result)
     assert not (tmp_path / "made.txt").exists()
 
 
-async def test_timeout_kills_the_whole_group_including_a_grandchild_that_ignores_sigterm(tmp_path: Path) -> None:
+async def test_timeout_kills_the_whole_group_including_a_grandchild_that_ignores_sigterm(
+    tmp_path: Path,
+) -> None:
     command = "echo started; (trap '' TERM; sleep 300 & echo $! > grandchild.pid; wait)"
     result = await call_tool(run_command, {"command": command, "timeout": 3}, cwd=tmp_path)
     assert result.is_error
     text = _text(result)
-    assert text.startswith("The command timed out after 3 s; it and every process it started were killed.")
+    assert text.startswith(
+        "The command timed out after 3 s; it and every process it started were killed."
+    )
     assert "started" in text
     grandchild = int((tmp_path / "grandchild.pid").read_text())
     assert _is_dead(grandchild)
 
 
 async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path) -> None:
-    result = await call_tool(run_command, {"command": "sleep 300 & echo $! > bg.pid; echo done"}, cwd=tmp_path)
+    result = await call_tool(
+        run_command, {"command": "sleep 300 & echo $! > bg.pid; echo done"}, cwd=tmp_path
+    )
     assert _text(result) == "Exit code: 0\ndone\n"
     assert _is_dead(int((tmp_path / "bg.pid").read_text()))
 
@@ -95,7 +110,9 @@ async def test_output_flood_keeps_head_and_tail_with_a_marker(tmp_path: Path) ->
 
 
 async def test_command_gets_no_stdin(tmp_path: Path) -> None:
-    result = await call_tool(run_command, {"command": "read answer; echo \"got:[$answer]\"; cat"}, cwd=tmp_path)
+    result = await call_tool(
+        run_command, {"command": 'read answer; echo "got:[$answer]"; cat'}, cwd=tmp_path
+    )
     assert _text(result) == "Exit code: 0\ngot:[]\n"
 
 
@@ -109,7 +126,7 @@ async def test_environment_values_with_shell_syntax_are_passed_literally(tmp_pat
         settings={"env": {"FROM_CONFIG": "${HOME:?} $((1+1)) \\n"}},
     )
     assert _text(result) == f"Exit code: 0\n{tricky}\n${{HOME:?}} $((1+1)) \\n\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert os.listdir(tmp_path) == []
 
 
 async def test_secrets_in_the_harness_environment_are_not_inherited(
@@ -127,7 +144,9 @@ async def test_secrets_in_the_harness_environment_are_not_inherited(
         assert secret not in text
     assert dict(os.environ) == before
 
-    allowed = await call_tool(run_command, {"command": "env"}, cwd=tmp_path, settings={"env_allow": ["GITHUB_TOKEN"]})
+    allowed = await call_tool(
+        run_command, {"command": "env"}, cwd=tmp_path, settings={"env_allow": ["GITHUB_TOKEN"]}
+    )
     assert "GITHUB_TOKEN=ghp_456" in _text(allowed)
     assert "sk-live-123" not in _text(allowed)
 
@@ -137,8 +156,10 @@ async def test_inherit_env_false_passes_only_a_minimal_environment(
 ) -> None:
     monkeypatch.setenv("PLAIN_SETTING", "visible")
     result = await call_tool(
-        run_command, {"command": "echo \"[$PLAIN_SETTING]\"; command -v ls >/dev/null && echo has-path"},
-        cwd=tmp_path, settings={"inherit_env": False},
+        run_command,
+        {"command": 'echo "[$PLAIN_SETTING]"; command -v ls >/dev/null && echo has-path'},
+        cwd=tmp_path,
+        settings={"inherit_env": False},
     )
     assert _text(result) == "Exit code: 0\n[]\nhas-path\n"
 
@@ -154,6 +175,9 @@ async def test_workdir_is_confined_to_the_workspace(tmp_path: Path) -> None:
 
 async def test_requested_timeout_is_capped_by_max_timeout(tmp_path: Path) -> None:
     result = await call_tool(
-        run_command, {"command": "sleep 30", "timeout": 1000}, cwd=tmp_path, settings={"max_timeout": 1}
+        run_command,
+        {"command": "sleep 30", "timeout": 1000},
+        cwd=tmp_path,
+        settings={"max_timeout": 1},
     )
     assert result.is_error and "timed out after 1 s" in _text(result)

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from tether.testing import call_tool
 
+from tether.testing import call_tool
 from tether_tools.web import classify, parse_ipv4_loose, web_fetch
 
 LOCAL = {"allow_private_hosts": ["127.0.0.1"]}
@@ -32,7 +32,9 @@ async def test_html_becomes_markdown(local_server: Any) -> None:
     result = await call_tool(web_fetch, {"url": f"{local_server.url}/notes"}, settings=LOCAL)
     text = _text(result)
     assert not result.is_error
-    assert text.startswith(f"URL: {local_server.url}/notes\nContent-Type: text/html\nTitle: Release notes\n\n")
+    assert text.startswith(
+        f"URL: {local_server.url}/notes\nContent-Type: text/html\nTitle: Release notes\n\n"
+    )
     assert "# Version 2.0" in text
     assert "[docs](/docs)" in text and "**speed**" in text
     assert "- first\n- second" in text
@@ -41,8 +43,12 @@ async def test_html_becomes_markdown(local_server: Any) -> None:
 
 
 async def test_json_and_plain_text_pass_through_binary_is_refused(local_server: Any) -> None:
-    local_server.routes["/data.json"] = lambda h: local_server.respond(h, '{"a": [1, 2]}', content_type="application/json")
-    local_server.routes["/logo.png"] = lambda h: local_server.respond(h, b"\x89PNG\r\n\x1a\n" + bytes(50), content_type="image/png")
+    local_server.routes["/data.json"] = lambda h: local_server.respond(
+        h, '{"a": [1, 2]}', content_type="application/json"
+    )
+    local_server.routes["/logo.png"] = lambda h: local_server.respond(
+        h, b"\x89PNG\r\n\x1a\n" + bytes(50), content_type="image/png"
+    )
     data = await call_tool(web_fetch, {"url": f"{local_server.url}/data.json"}, settings=LOCAL)
     assert _text(data).endswith('\n\n{"a": [1, 2]}')
     image = await call_tool(web_fetch, {"url": f"{local_server.url}/logo.png"}, settings=LOCAL)
@@ -60,7 +66,7 @@ async def test_loopback_is_refused_by_default(local_server: Any) -> None:
     local_server.routes["/"] = lambda h: local_server.respond(h, "secret admin page")
     result = await call_tool(web_fetch, {"url": f"{local_server.url}/"})
     assert result.is_error
-    assert f"the host 127.0.0.1 is a loopback address" in _text(result)
+    assert "the host 127.0.0.1 is a loopback address" in _text(result)
     assert "nothing was sent" in _text(result)
     assert local_server.requests == []
 
@@ -151,24 +157,34 @@ async def test_metadata_service_url_is_refused_before_any_connection() -> None:
 
 async def test_redirects_are_followed_and_each_hop_is_checked(local_server: Any) -> None:
     port = local_server.port
-    local_server.routes["/old"] = lambda h: local_server.respond(h, "", status=301, headers={"Location": "/new"})
-    local_server.routes["/new"] = lambda h: local_server.respond(h, "fresh", content_type="text/plain")
+    local_server.routes["/old"] = lambda h: local_server.respond(
+        h, "", status=301, headers={"Location": "/new"}
+    )
+    local_server.routes["/new"] = lambda h: local_server.respond(
+        h, "fresh", content_type="text/plain"
+    )
     local_server.routes["/to-other-loopback"] = lambda h: local_server.respond(
         h, "", status=302, headers={"Location": f"http://0x7f000002:{port}/secret"}
     )
     local_server.routes["/to-metadata"] = lambda h: local_server.respond(
         h, "", status=307, headers={"Location": "http://169.254.169.254/latest/meta-data/"}
     )
-    local_server.routes["/to-file"] = lambda h: local_server.respond(h, "", status=302, headers={"Location": "file:///etc/passwd"})
+    local_server.routes["/to-file"] = lambda h: local_server.respond(
+        h, "", status=302, headers={"Location": "file:///etc/passwd"}
+    )
     local_server.routes["/secret"] = lambda h: local_server.respond(h, "secret")
 
     followed = await call_tool(web_fetch, {"url": f"{local_server.url}/old"}, settings=LOCAL)
     assert _text(followed).startswith(f"URL: {local_server.url}/new\n")
     assert _text(followed).endswith("\n\nfresh")
 
-    other = await call_tool(web_fetch, {"url": f"{local_server.url}/to-other-loopback"}, settings=LOCAL)
+    other = await call_tool(
+        web_fetch, {"url": f"{local_server.url}/to-other-loopback"}, settings=LOCAL
+    )
     assert other.is_error and "127.0.0.2) is a loopback address" in _text(other)
-    metadata = await call_tool(web_fetch, {"url": f"{local_server.url}/to-metadata"}, settings=LOCAL)
+    metadata = await call_tool(
+        web_fetch, {"url": f"{local_server.url}/to-metadata"}, settings=LOCAL
+    )
     assert metadata.is_error and "cloud metadata service" in _text(metadata)
     scheme = await call_tool(web_fetch, {"url": f"{local_server.url}/to-file"}, settings=LOCAL)
     assert scheme.is_error and "only http and https URLs can be fetched, not file" in _text(scheme)
@@ -177,8 +193,12 @@ async def test_redirects_are_followed_and_each_hop_is_checked(local_server: Any)
 
 
 async def test_redirect_loops_stop(local_server: Any) -> None:
-    local_server.routes["/loop"] = lambda h: local_server.respond(h, "", status=302, headers={"Location": "/loop"})
-    result = await call_tool(web_fetch, {"url": f"{local_server.url}/loop"}, settings={**LOCAL, "max_redirects": 3})
+    local_server.routes["/loop"] = lambda h: local_server.respond(
+        h, "", status=302, headers={"Location": "/loop"}
+    )
+    result = await call_tool(
+        web_fetch, {"url": f"{local_server.url}/loop"}, settings={**LOCAL, "max_redirects": 3}
+    )
     assert result.is_error and "redirected more than 3 times" in _text(result)
     assert local_server.paths == ["/loop"] * 4
 
@@ -228,7 +248,9 @@ class _Huge:
 async def test_huge_body_is_cut_at_the_cap_without_downloading_it(local_server: Any) -> None:
     huge = _Huge()
     local_server.routes["/huge"] = huge
-    result = await call_tool(web_fetch, {"url": f"{local_server.url}/huge"}, settings={**LOCAL, "max_bytes": 100_000})
+    result = await call_tool(
+        web_fetch, {"url": f"{local_server.url}/huge"}, settings={**LOCAL, "max_bytes": 100_000}
+    )
     text = _text(result)
     assert not result.is_error
     assert "[The page is larger than 100000 bytes; only the first 100000 bytes were read.]" in text
@@ -256,12 +278,18 @@ def _slow(handler: BaseHTTPRequestHandler) -> None:
 
 async def test_slow_body_hits_the_timeout(local_server: Any) -> None:
     local_server.routes["/slow"] = _slow
-    result = await call_tool(web_fetch, {"url": f"{local_server.url}/slow"}, settings={**LOCAL, "timeout": 1})
+    result = await call_tool(
+        web_fetch, {"url": f"{local_server.url}/slow"}, settings={**LOCAL, "timeout": 1}
+    )
     assert result.is_error
     assert "took longer than 1 s and was stopped" in _text(result)
 
 
 async def test_long_pages_are_cut_with_a_note(local_server: Any) -> None:
-    local_server.routes["/long"] = lambda h: local_server.respond(h, "word " * 10_000, content_type="text/plain")
-    result = await call_tool(web_fetch, {"url": f"{local_server.url}/long"}, settings={**LOCAL, "max_chars": 1000})
+    local_server.routes["/long"] = lambda h: local_server.respond(
+        h, "word " * 10_000, content_type="text/plain"
+    )
+    result = await call_tool(
+        web_fetch, {"url": f"{local_server.url}/long"}, settings={**LOCAL, "max_chars": 1000}
+    )
     assert "[Cut at 1000 of 50000 characters.]" in _text(result)

@@ -7,8 +7,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from tether.testing import call_tool
 
+from tether.testing import call_tool
 from tether_tools.web import web_search
 
 DDG_PAGE = """<html><body><div class="results">
@@ -41,13 +41,18 @@ async def test_no_backend_configured_is_a_clear_error() -> None:
 async def test_unknown_backend_names_the_choices() -> None:
     result = await call_tool(web_search, {"query": "x"}, settings={"backend": "altavista"})
     assert result.is_error
-    assert "Unknown web_search backend 'altavista'. Choose one of brave, duckduckgo, searxng, tavily" in _text(result)
+    assert (
+        "Unknown web_search backend 'altavista'. Choose one of brave, duckduckgo, searxng, tavily"
+        in _text(result)
+    )
 
 
 async def test_duckduckgo_html_results_are_parsed(local_server: Any) -> None:
     local_server.routes["/html/"] = lambda h: local_server.respond(h, DDG_PAGE)
     result = await call_tool(
-        web_search, {"query": "httpx timeouts"}, settings={"backend": "duckduckgo", "base_url": local_server.url}
+        web_search,
+        {"query": "httpx timeouts"},
+        settings={"backend": "duckduckgo", "base_url": local_server.url},
     )
     assert _text(result) == (
         "Results for 'httpx timeouts' (duckduckgo):\n"
@@ -60,14 +65,20 @@ async def test_duckduckgo_html_results_are_parsed(local_server: Any) -> None:
     assert parse_qs(body.decode()) == {"q": ["httpx timeouts"]}
 
 
-async def test_brave_sends_the_key_and_reads_web_results(local_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_brave_sends_the_key_and_reads_web_results(
+    local_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BRAVE_API_KEY", "brave-test-key")
     payload = {
         "type": "search",
         "web": {
             "type": "search",
             "results": [
-                {"title": "tether", "url": "https://example.com/tether", "description": "An <strong>agent</strong> harness"},
+                {
+                    "title": "tether",
+                    "url": "https://example.com/tether",
+                    "description": "An <strong>agent</strong> harness",
+                },
                 {"title": "two", "url": "https://example.com/2", "description": "second"},
             ],
         },
@@ -76,7 +87,9 @@ async def test_brave_sends_the_key_and_reads_web_results(local_server: Any, monk
         h, json.dumps(payload), content_type="application/json"
     )
     result = await call_tool(
-        web_search, {"query": "agent harness", "max_results": 1}, settings={"backend": "brave", "base_url": local_server.url}
+        web_search,
+        {"query": "agent harness", "max_results": 1},
+        settings={"backend": "brave", "base_url": local_server.url},
     )
     assert _text(result) == (
         "Results for 'agent harness' (brave):\n1. tether\n   https://example.com/tether\n   An agent harness"
@@ -86,9 +99,13 @@ async def test_brave_sends_the_key_and_reads_web_results(local_server: Any, monk
     assert parse_qs(urlsplit(path).query) == {"q": ["agent harness"], "count": ["1"]}
 
 
-async def test_brave_without_a_key_says_which_variable(local_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_brave_without_a_key_says_which_variable(
+    local_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
-    result = await call_tool(web_search, {"query": "x"}, settings={"backend": "brave", "base_url": local_server.url})
+    result = await call_tool(
+        web_search, {"query": "x"}, settings={"backend": "brave", "base_url": local_server.url}
+    )
     assert result.is_error and "$BRAVE_API_KEY is not set" in _text(result)
     assert local_server.requests == []
 
@@ -103,24 +120,43 @@ async def test_rejected_key_is_reported(local_server: Any) -> None:
         settings={"backend": "tavily", "base_url": local_server.url, "api_key_env": "MY_TAVILY"},
         env={"MY_TAVILY": "tvly-bad"},
     )
-    assert result.is_error and "tavily search backend rejected the API key (HTTP 401)" in _text(result)
+    assert result.is_error and "tavily search backend rejected the API key (HTTP 401)" in _text(
+        result
+    )
     assert local_server.requests[0][2]["Authorization"] == "Bearer tvly-bad"
 
 
 async def test_tavily_results(local_server: Any) -> None:
-    answer = {"query": "q", "results": [{"title": "T", "url": "https://t.example", "content": "c", "score": 0.9}]}
-    local_server.routes["/search"] = lambda h: local_server.respond(h, json.dumps(answer), content_type="application/json")
+    answer = {
+        "query": "q",
+        "results": [{"title": "T", "url": "https://t.example", "content": "c", "score": 0.9}],
+    }
+    local_server.routes["/search"] = lambda h: local_server.respond(
+        h, json.dumps(answer), content_type="application/json"
+    )
     result = await call_tool(
-        web_search, {"query": "q"}, settings={"backend": "tavily", "base_url": local_server.url}, env={"TAVILY_API_KEY": "k"}
+        web_search,
+        {"query": "q"},
+        settings={"backend": "tavily", "base_url": local_server.url},
+        env={"TAVILY_API_KEY": "k"},
     )
     assert _text(result) == "Results for 'q' (tavily):\n1. T\n   https://t.example\n   c"
     assert json.loads(local_server.requests[0][3]) == {"query": "q", "max_results": 5}
 
 
 async def test_searxng_json_api(local_server: Any) -> None:
-    answer = {"query": "q", "results": [{"title": "S", "url": "https://s.example", "content": "snippet", "engine": "x"}]}
-    local_server.routes["/search"] = lambda h: local_server.respond(h, json.dumps(answer), content_type="application/json")
-    result = await call_tool(web_search, {"query": "q"}, settings={"backend": "searxng", "base_url": local_server.url})
+    answer = {
+        "query": "q",
+        "results": [
+            {"title": "S", "url": "https://s.example", "content": "snippet", "engine": "x"}
+        ],
+    }
+    local_server.routes["/search"] = lambda h: local_server.respond(
+        h, json.dumps(answer), content_type="application/json"
+    )
+    result = await call_tool(
+        web_search, {"query": "q"}, settings={"backend": "searxng", "base_url": local_server.url}
+    )
     assert _text(result) == "Results for 'q' (searxng):\n1. S\n   https://s.example\n   snippet"
     assert parse_qs(urlsplit(local_server.requests[0][1]).query) == {"q": ["q"], "format": ["json"]}
 
@@ -132,6 +168,8 @@ async def test_searxng_needs_a_base_url() -> None:
 
 async def test_custom_backend_by_import_path() -> None:
     result = await call_tool(
-        web_search, {"query": "q"}, settings={"backend": "tether_tools.web.search:nonexistent_factory"}
+        web_search,
+        {"query": "q"},
+        settings={"backend": "tether_tools.web.search:nonexistent_factory"},
     )
     assert result.is_error and "could not be loaded" in _text(result)

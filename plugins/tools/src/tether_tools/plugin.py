@@ -3,7 +3,7 @@ toolsets through ``register_tools``, exactly as a third-party tool plugin would.
 
 from __future__ import annotations
 
-import tether
+from tether.hookspecs import hookimpl
 from tether.registry import ToolRegistrar
 from tether.tools import Toolset
 
@@ -19,10 +19,12 @@ FS = Toolset(
     description="Read, write, edit and search files inside the workspace root.",
 )
 SHELL = Toolset("shell", [run_command], description="Run policed shell commands in the workspace.")
-WEB = Toolset("web", [web_fetch, web_search], description="Fetch public web pages and search the web.")
+WEB = Toolset(
+    "web", [web_fetch, web_search], description="Fetch public web pages and search the web."
+)
 
 
-@tether.hookimpl
+@hookimpl
 def register_tools(tools: ToolRegistrar) -> None:
     tools.add(FS)
     tools.add(SHELL)

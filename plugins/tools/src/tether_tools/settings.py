@@ -11,13 +11,16 @@ from tether.errors import ConfigError
 
 __all__ = ["get_bool", "get_int", "get_number", "get_str", "get_str_list", "get_str_map"]
 
+
 def _bad(tool: str, key: str, expected: str, value: Any) -> ConfigError:
     return ConfigError(
         f"[tool_settings.{tool}] {key} must be {expected}, got {value!r}. Fix it in tether.toml."
     )
 
 
-def get_number(settings: Mapping[str, Any], tool: str, key: str, default: float, *, minimum: float = 0) -> float:
+def get_number(
+    settings: Mapping[str, Any], tool: str, key: str, default: float, *, minimum: float = 0
+) -> float:
     """A positive number setting (ints are accepted)."""
     value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
@@ -25,7 +28,9 @@ def get_number(settings: Mapping[str, Any], tool: str, key: str, default: float,
     return float(value)
 
 
-def get_int(settings: Mapping[str, Any], tool: str, key: str, default: int, *, minimum: int = 1) -> int:
+def get_int(
+    settings: Mapping[str, Any], tool: str, key: str, default: int, *, minimum: int = 1
+) -> int:
     """A whole-number setting."""
     value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -40,7 +45,9 @@ def get_bool(settings: Mapping[str, Any], tool: str, key: str, default: bool) ->
     return value
 
 
-def get_str(settings: Mapping[str, Any], tool: str, key: str, default: str | None = None) -> str | None:
+def get_str(
+    settings: Mapping[str, Any], tool: str, key: str, default: str | None = None
+) -> str | None:
     value = settings.get(key, default)
     if value is not None and not isinstance(value, str):
         raise _bad(tool, key, "a string", value)
@@ -49,7 +56,11 @@ def get_str(settings: Mapping[str, Any], tool: str, key: str, default: str | Non
 
 def get_str_list(settings: Mapping[str, Any], tool: str, key: str) -> list[str]:
     value = settings.get(key, [])
-    if isinstance(value, str) or not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+    if (
+        isinstance(value, str)
+        or not isinstance(value, list | tuple)
+        or not all(isinstance(v, str) for v in value)
+    ):
         raise _bad(tool, key, "a list of strings", value)
     return list(value)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-import tether
 from tether.errors import ToolError
-from tether.tools import ToolContext
+from tether.tools import ToolContext, tool
 
 from ..settings import get_int
 from .text import atomic_write, decode, describe_binary, looks_binary, read_bytes
@@ -21,7 +20,7 @@ DEFAULT_MAX_WRITE_BYTES = 5 * 1024 * 1024
 MAX_LINE_CHARS = 2000
 
 
-@tether.tool
+@tool
 def read_file(
     path: str,
     ctx: ToolContext,
@@ -71,7 +70,9 @@ def read_file(
         total = None
     if start_line > 1 and not selected:
         known = f"it has {total} lines" if total is not None else "it has fewer lines"
-        raise ToolError(f"{workspace.display(real)}: start_line {start_line} is past the end ({known}).")
+        raise ToolError(
+            f"{workspace.display(real)}: start_line {start_line} is past the end ({known})."
+        )
     shown = selected[:max_lines]
     last = start_line + len(shown) - 1
     of = f" of {total}" if total is not None else ""
@@ -115,7 +116,7 @@ def _stream_lines(
     return text.splitlines(), used
 
 
-@tether.tool(sequential=True)
+@tool(sequential=True)
 def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Create a file, or replace a file's whole content, in the workspace.
 
@@ -137,7 +138,9 @@ def write_file(path: str, content: str, ctx: ToolContext) -> str:
     data = content.encode("utf-8")
     limit = get_int(ctx.settings, "write_file", "max_write_bytes", DEFAULT_MAX_WRITE_BYTES)
     if len(data) > limit:
-        raise ToolError(f"Refused: the content is {len(data)} bytes, more than the {limit}-byte limit for one write.")
+        raise ToolError(
+            f"Refused: the content is {len(data)} bytes, more than the {limit}-byte limit for one write."
+        )
     existed = real.exists()
     _make_parents(workspace, real)
     atomic_write(real, data)
@@ -160,7 +163,7 @@ def _make_parents(workspace: Workspace, real: Path) -> None:
             raise ToolError(f"Refused: creating {folder.name} would leave the workspace.")
 
 
-@tether.tool(sequential=True)
+@tool(sequential=True)
 def edit_file(
     path: str,
     old_text: str,
@@ -195,9 +198,13 @@ def edit_file(
     limit = get_int(ctx.settings, "edit_file", "max_write_bytes", DEFAULT_MAX_WRITE_BYTES)
     data = read_bytes(real, limit + 1)
     if len(data) > limit:
-        raise ToolError(f"{workspace.display(real)} is larger than {limit} bytes; edit_file does not change files that big.")
+        raise ToolError(
+            f"{workspace.display(real)} is larger than {limit} bytes; edit_file does not change files that big."
+        )
     if looks_binary(data):
-        raise ToolError(f"{workspace.display(real)} is {describe_binary(data)}, not text; it cannot be edited.")
+        raise ToolError(
+            f"{workspace.display(real)} is {describe_binary(data)}, not text; it cannot be edited."
+        )
     text, used = decode(data)
     old, new = old_text, new_text
     if old not in text and "\r\n" in text and "\r\n" not in old:
@@ -252,12 +259,16 @@ def _no_match_message(shown: str, text: str, old_text: str) -> str:
     scored.sort(key=lambda item: (-item[0], item[1]))
     message = [f"old_text was not found in {shown}; the file is unchanged."]
     if " ".join(old_text.split()) in " ".join(text.split()):
-        message.append("It matches if whitespace is ignored: check indentation, tabs and line breaks.")
+        message.append(
+            "It matches if whitespace is ignored: check indentation, tabs and line breaks."
+        )
     near = [item for item in scored if item[0] >= 0.6][:3]
     if near:
         message.append("Closest passages (line number, then text):")
         for ratio, start in near:
-            block = "\n".join(f"{start + 1 + i}\t{line}" for i, line in enumerate(lines[start : start + width]))
+            block = "\n".join(
+                f"{start + 1 + i}\t{line}" for i, line in enumerate(lines[start : start + width])
+            )
             message.append(f"--- {ratio:.0%} similar, line {start + 1}:\n{block}")
     message.append("Read the file again and copy the text exactly.")
     return "\n".join(message)

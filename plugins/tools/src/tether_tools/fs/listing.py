@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-import tether
 from tether.errors import ToolError
-from tether.tools import ToolContext
+from tether.tools import ToolContext, tool
 
 from ..settings import get_int
 from .walk import compile_glob, walk_files
@@ -18,7 +17,7 @@ __all__ = ["glob", "list_dir"]
 DEFAULT_MAX_ENTRIES = 500
 
 
-@tether.tool
+@tool
 def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """List the entries of one folder in the workspace.
 
@@ -75,7 +74,7 @@ def _human(size: int) -> str:
     return f"{size} B"
 
 
-@tether.tool
+@tool
 def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
     """Find files whose path matches a glob pattern, anywhere under a folder.
 

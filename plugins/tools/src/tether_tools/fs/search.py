@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tether
 from tether.errors import ToolError
-from tether.tools import ToolContext
+from tether.tools import ToolContext, tool
 
 from ..settings import get_int
 from .text import looks_binary
@@ -21,7 +20,7 @@ DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_LINE_CHARS = 300
 
 
-@tether.tool
+@tool
 def grep(
     pattern: str,
     ctx: ToolContext,
@@ -52,7 +51,9 @@ def grep(
     try:
         regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
-        raise ToolError(f"Invalid regular expression {pattern!r}: {exc}. Escape special characters with a backslash.") from None
+        raise ToolError(
+            f"Invalid regular expression {pattern!r}: {exc}. Escape special characters with a backslash."
+        ) from None
     limit = get_int(ctx.settings, "grep", "max_matches", DEFAULT_MAX_MATCHES)
     max_file = get_int(ctx.settings, "grep", "max_file_bytes", DEFAULT_MAX_FILE_BYTES)
     name_filter = compile_glob(glob) if glob else None
@@ -70,7 +71,9 @@ def grep(
     if not results:
         return f"No matches for {pattern!r} under {workspace.display(base)}."
     if total > len(results):
-        results.append(f"[... {total - len(results)} more matches not shown; narrow the pattern, path or glob]")
+        results.append(
+            f"[... {total - len(results)} more matches not shown; narrow the pattern, path or glob]"
+        )
     return "\n".join(results)
 
 

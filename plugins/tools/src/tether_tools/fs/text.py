@@ -63,11 +63,15 @@ def decode(data: bytes, encoding: str | None = None) -> tuple[str, str]:
         try:
             codecs.lookup(encoding)
         except LookupError:
-            raise ToolError(f"Unknown encoding {encoding!r}. Use a Python codec name such as 'utf-8' or 'latin-1'.") from None
+            raise ToolError(
+                f"Unknown encoding {encoding!r}. Use a Python codec name such as 'utf-8' or 'latin-1'."
+            ) from None
         try:
             return data.decode(encoding), encoding
         except UnicodeDecodeError as exc:
-            raise ToolError(f"The file is not valid {encoding}: {exc.reason} at byte {exc.start}.") from None
+            raise ToolError(
+                f"The file is not valid {encoding}: {exc.reason} at byte {exc.start}."
+            ) from None
     bom = _bom_encoding(data)
     if bom is not None:
         return data.decode(bom, errors="replace"), bom

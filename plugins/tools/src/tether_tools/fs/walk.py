@@ -60,7 +60,9 @@ class IgnoreRules:
         return ignored
 
 
-def walk_files(workspace: Workspace, base: Path, *, respect_gitignore: bool = True) -> Iterator[Path]:
+def walk_files(
+    workspace: Workspace, base: Path, *, respect_gitignore: bool = True
+) -> Iterator[Path]:
     """Every regular file below ``base`` (sorted, depth-first), minus ignored paths."""
     rules = IgnoreRules(workspace)
     if respect_gitignore:

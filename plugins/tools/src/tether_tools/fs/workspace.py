@@ -66,7 +66,9 @@ class Workspace:
         :raises ToolError: the path escapes the root, is special, missing or of the wrong kind.
         """
         if not path or "\x00" in path:
-            raise ToolError("The path is empty or contains a NUL byte. Give a path relative to the workspace root.")
+            raise ToolError(
+                "The path is empty or contains a NUL byte. Give a path relative to the workspace root."
+            )
         if path.startswith("~"):
             raise ToolError(
                 f"Refused {path!r}: `~` means the home directory, which is outside the workspace. "
@@ -79,7 +81,9 @@ class Workspace:
         if not self.contains(real):
             raise ToolError(self._outside_message(path, candidate, real))
         if any(real == tree or real.is_relative_to(tree) for tree in _FORBIDDEN_TREES):
-            raise ToolError(f"Refused {path!r}: {real} is a system pseudo-file or device, not a workspace file.")
+            raise ToolError(
+                f"Refused {path!r}: {real} is a system pseudo-file or device, not a workspace file."
+            )
         try:
             info = real.stat()
         except FileNotFoundError:
@@ -95,7 +99,9 @@ class Workspace:
                 f"Refused {path!r}: it is a device, FIFO or socket, not a regular file or directory."
             )
         if kind == "file" and stat.S_ISDIR(info.st_mode):
-            raise ToolError(f"{self.display(real)} is a directory, not a file. Use list_dir to see its contents.")
+            raise ToolError(
+                f"{self.display(real)} is a directory, not a file. Use list_dir to see its contents."
+            )
         if kind == "dir" and not stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{self.display(real)} is a file, not a directory.")
         return real

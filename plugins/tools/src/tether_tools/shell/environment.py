@@ -38,7 +38,19 @@ SECRET_PATTERNS: tuple[str, ...] = (
     "KUBECONFIG",
     "VAULT_*",
 )
-_MINIMAL = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ")
+_MINIMAL = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+)
 
 
 def is_secret_name(name: str, extra: Sequence[str] = ()) -> bool:
@@ -72,7 +84,9 @@ def child_environment(
             continue
         if any(fnmatch.fnmatchcase(name.upper(), p.upper()) for p in deny):
             continue
-        if is_secret_name(name) and not any(fnmatch.fnmatchcase(name.upper(), p.upper()) for p in allow):
+        if is_secret_name(name) and not any(
+            fnmatch.fnmatchcase(name.upper(), p.upper()) for p in allow
+        ):
             continue
         env[name] = value
     env.update(configured)

@@ -126,8 +126,21 @@ _OPERATORS = ("&&", "||", ";;", "|&", "|", "&", ";", "(", ")")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _METACHARS = " \t\n;&|()<>"
 _SPECIAL_PARAMS = "@*#?$!-0123456789"
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
-                 "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 
 
 class _Lexer:
@@ -336,7 +349,8 @@ class _Lexer:
                     out.append(chr(int(digits.group(), 16)))
                     self.i += digits.end()
             elif e in "uU":
-                digits = re.match(r"[0-9A-Fa-f]{1,%d}" % (4 if e == "u" else 8), s[self.i :])
+                width = 4 if e == "u" else 8
+                digits = re.match(rf"[0-9A-Fa-f]{{1,{width}}}", s[self.i :])
                 if digits:
                     out.append(chr(int(digits.group(), 16)))
                     self.i += digits.end()
@@ -517,7 +531,12 @@ class _Parser:
 
     def _skip_empty_parens(self) -> None:
         first, second = self.peek(), self.peek(1)
-        if isinstance(first, _Op) and first.op == "(" and isinstance(second, _Op) and second.op == ")":
+        if (
+            isinstance(first, _Op)
+            and first.op == "("
+            and isinstance(second, _Op)
+            and second.op == ")"
+        ):
             self.i += 2
 
     def _function_body(self) -> Stage:
@@ -532,7 +551,9 @@ class _Parser:
         words = [subject] if isinstance(subject, Word) else []
         self.i += 1
         body: list[Pipeline] = [Pipeline([Command(words=[Word([Lit("case")]), *words])])]
-        while (token := self.peek()) is not None and not (isinstance(token, Word) and token.literal == "in"):
+        while (token := self.peek()) is not None and not (
+            isinstance(token, Word) and token.literal == "in"
+        ):
             self.i += 1
         self.i += 1
         while True:
@@ -545,7 +566,9 @@ class _Parser:
             if isinstance(token, _Op) and token.op in ("\n", ";;", "("):
                 self.i += 1
                 continue
-            while (token := self.peek()) is not None and not (isinstance(token, _Op) and token.op == ")"):
+            while (token := self.peek()) is not None and not (
+                isinstance(token, _Op) and token.op == ")"
+            ):
                 self.i += 1
             self.i += 1
             while True:

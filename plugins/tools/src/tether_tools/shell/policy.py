@@ -34,7 +34,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .parse import Command, FunctionDef, Group, Lit, ParseError, Pipeline, Stage, Sub, Var, Word, parse
+from .parse import (
+    Command,
+    FunctionDef,
+    Group,
+    Lit,
+    ParseError,
+    Pipeline,
+    Stage,
+    Sub,
+    Var,
+    Word,
+    parse,
+)
 from .rules import (
     DECODERS,
     DOWNLOADERS,
@@ -79,7 +91,10 @@ class CommandPolicy:
     def from_settings(cls, settings: Mapping[str, Any]) -> CommandPolicy:
         from ..settings import get_str_list
 
-        return cls(tuple(get_str_list(settings, "shell", "allow")), tuple(get_str_list(settings, "shell", "deny")))
+        return cls(
+            tuple(get_str_list(settings, "shell", "allow")),
+            tuple(get_str_list(settings, "shell", "deny")),
+        )
 
     def check(self, command: str) -> Decision:
         """Decide about ``command``. Pure: nothing is run, read or written."""
@@ -87,7 +102,9 @@ class CommandPolicy:
         if not line:
             return Decision(False, "The command is empty.")
         if (rule := _match(self.deny, _squash(line))) is not None:
-            return Decision(False, f"The command matches the deny rule `{rule}` in the shell settings.")
+            return Decision(
+                False, f"The command matches the deny rule `{rule}` in the shell settings."
+            )
         whole_allowed = _match(self.allow, _squash(line))
         walker = _Walker(self, builtin=whole_allowed is None)
         try:
@@ -132,7 +149,11 @@ class _Effective:
     @property
     def dumps_environment(self) -> bool:
         if self.name in ("env", "printenv", "set"):
-            return not self.args or self.name != "env" or all("=" in t or t.startswith("-") for t, _ in self.args)
+            return (
+                not self.args
+                or self.name != "env"
+                or all("=" in t or t.startswith("-") for t, _ in self.args)
+            )
         return self.name in ("export", "declare") and any(t == "-p" for t, _ in self.args)
 
 
@@ -165,7 +186,9 @@ class _Walker:
             upstream.append(effective)
         return None
 
-    def stage(self, stage: Stage, upstream: list[_Effective | None]) -> tuple[str | None, _Effective | None]:
+    def stage(
+        self, stage: Stage, upstream: list[_Effective | None]
+    ) -> tuple[str | None, _Effective | None]:
         if isinstance(stage, FunctionDef):
             if _calls(stage.body, stage.name):
                 return (
@@ -182,8 +205,14 @@ class _Walker:
         return self.command(stage, upstream)
 
     # -- one simple command -----------------------------------------------------------------------
-    def command(self, command: Command, upstream: list[_Effective | None]) -> tuple[str | None, _Effective | None]:
-        words = [*command.words, *(w for _, w in command.assignments), *(r.target for r in command.redirects)]
+    def command(
+        self, command: Command, upstream: list[_Effective | None]
+    ) -> tuple[str | None, _Effective | None]:
+        words = [
+            *command.words,
+            *(w for _, w in command.assignments),
+            *(r.target for r in command.redirects),
+        ]
         for word in words:
             for sub in word.substitutions():
                 if sub.kind != "arith" and (why := self.script(sub.source)) is not None:
@@ -201,7 +230,9 @@ class _Walker:
         why, stdin = self.redirects(command.redirects)
         if why is not None or not argv:
             return why, None
-        substituted = [s.source for w in command.words for s in w.substitutions() if s.kind == "command"]
+        substituted = [
+            s.source for w in command.words for s in w.substitutions() if s.kind == "command"
+        ]
         return self.run(argv, upstream, stdin, substituted), self.effective(argv)
 
     def redirects(self, redirects: Sequence[Any]) -> tuple[str | None, Arg | None]:
@@ -255,25 +286,35 @@ class _Walker:
             if code_dynamic:
                 return (
                     f"`{_short(line)}` is blocked: it runs shell code that is only known when the command runs "
-                    "(e.g. `sh -c \"$(curl ...)\"`), so the policy cannot check it."
+                    '(e.g. `sh -c "$(curl ...)"`), so the policy cannot check it.'
                 )
             return self.script(code)
         if not self.builtin:
             return None
-        if name in NETWORK_TOOLS:
-            if any(u is not None and u.dumps_environment for u in upstream) or any(
-                re.match(r"\s*(env|printenv|set)\s*($|[|;&])", s) for s in substituted
-            ):
-                return (
-                    f"`{_short(line)}` is blocked: it sends the environment variables, which hold secrets, "
-                    "over the network."
-                )
-        if name in SHELLS or name in INTERPRETERS or is_python(name) or name in ("eval", "source", "."):
+        sends_environment = any(u is not None and u.dumps_environment for u in upstream) or any(
+            re.match(r"\s*(env|printenv|set)\s*($|[|;&])", s) for s in substituted
+        )
+        if name in NETWORK_TOOLS and sends_environment:
+            return (
+                f"`{_short(line)}` is blocked: it sends the environment variables, which hold secrets, "
+                "over the network."
+            )
+        if (
+            name in SHELLS
+            or name in INTERPRETERS
+            or is_python(name)
+            or name in ("eval", "source", ".")
+        ):
             return self.interpreter(name, args, line, upstream, stdin)
         return None
 
     def interpreter(
-        self, name: str, args: list[Arg], line: str, upstream: list[_Effective | None], stdin: Arg | None
+        self,
+        name: str,
+        args: list[Arg],
+        line: str,
+        upstream: list[_Effective | None],
+        stdin: Arg | None,
     ) -> str | None:
         if name == "eval":
             if any(d for _, d in args):
@@ -302,8 +343,14 @@ class _Walker:
         if not upstream:
             return None
         last = upstream[-1]
-        if last is not None and last.name in ("echo", "printf") and not any(d for _, d in last.args):
-            printed = [t for t, _ in last.args if not (last.name == "echo" and t in ("-n", "-e", "-E"))]
+        if (
+            last is not None
+            and last.name in ("echo", "printf")
+            and not any(d for _, d in last.args)
+        ):
+            printed = [
+                t for t, _ in last.args if not (last.name == "echo" and t in ("-n", "-e", "-E"))
+            ]
             return self.script(" ".join(printed).replace("\\n", "\n"))
         return (
             f"`{_short(line)}` is blocked: piping text into `{name}` runs whatever arrives, which the policy "
@@ -353,7 +400,9 @@ class _Walker:
                     pieces.append(f"${part.name}")
                     dynamic = True
             elif isinstance(part, Sub):
-                pieces.append(f"<({part.source})" if part.kind == "process" else f"$({part.source})")
+                pieces.append(
+                    f"<({part.source})" if part.kind == "process" else f"$({part.source})"
+                )
                 dynamic = True
         return "".join(pieces), dynamic, split
 
@@ -380,7 +429,19 @@ _WITH_VALUE = {
     "ionice": {"-c", "-n", "-p", "-P", "-u"},
     "timeout": {"-s", "--signal", "-k", "--kill-after"},
     "exec": {"-a"},
-    "xargs": {"-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--max-args", "--max-procs", "--delimiter"},
+    "xargs": {
+        "-I",
+        "-n",
+        "-P",
+        "-L",
+        "-d",
+        "-E",
+        "-s",
+        "-a",
+        "--max-args",
+        "--max-procs",
+        "--delimiter",
+    },
     "watch": {"-n", "--interval", "-d"},
     "nohup": set(),
     "command": set(),
@@ -432,7 +493,11 @@ def _unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
     elif name in ("chrt", "taskset"):
         rest = [a for a in rest if not re.fullmatch(r"[0-9a-fx,.-]+", a[0])][:] if rest else rest
     elif name == "xargs":
-        rest = [*rest, ("<input read by xargs>", True)] if rest else [("echo", False), ("<input>", True)]
+        rest = (
+            [*rest, ("<input read by xargs>", True)]
+            if rest
+            else [("echo", False), ("<input>", True)]
+        )
     elif name == "watch":
         return "code", (" ".join(t for t, _ in rest), any(d for _, d in rest))
     return "argv", rest

@@ -63,7 +63,7 @@ async def run_process(
     *,
     cwd: Path,
     env: Mapping[str, str],
-    timeout: float,
+    timeout: float,  # noqa: ASYNC109 - the kill deadline of the child, not of this await
     output_limit: int,
 ) -> CommandResult:
     """Run ``argv`` and collect its combined stdout/stderr.

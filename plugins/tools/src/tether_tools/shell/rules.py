@@ -16,12 +16,12 @@ import re
 from collections.abc import Callable, Sequence
 
 __all__ = [
-    "Arg",
     "CREDENTIAL_PATTERNS",
     "DOWNLOADERS",
     "INTERPRETERS",
     "NETWORK_TOOLS",
     "SHELLS",
+    "Arg",
     "check_argv",
     "credential_reason",
     "is_protected_tree",
@@ -31,26 +31,75 @@ __all__ = [
 
 Arg = tuple[str, bool]
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"})
-INTERPRETERS = SHELLS | frozenset({"perl", "ruby", "node", "nodejs", "php", "lua", "pwsh", "deno", "bun", "osascript"})
+SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"}
+)
+INTERPRETERS = SHELLS | frozenset(
+    {"perl", "ruby", "node", "nodejs", "php", "lua", "pwsh", "deno", "bun", "osascript"}
+)
 _PYTHON = re.compile(r"python[0-9.]*|pypy[0-9.]*")
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "lwp-request", "xh"})
-NETWORK_TOOLS = DOWNLOADERS | frozenset({"nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "ftp", "telnet", "rsync"})
+NETWORK_TOOLS = DOWNLOADERS | frozenset(
+    {"nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "ftp", "telnet", "rsync"}
+)
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "gunzip", "zcat", "uudecode", "rev"})
 PRIVILEGE = frozenset({"sudo", "su", "doas", "pkexec", "runuser"})
 
 # Deleting (recursively) or re-permissioning these trees breaks the machine or the user's home.
 _SYSTEM_TREES = (
-    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin",
-    "/sys", "/usr", "/var", "/opt", "/srv", "/snap", "/System", "/Library", "/Applications",
-    "/private", "/nix",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+    "/opt",
+    "/srv",
+    "/snap",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private",
+    "/nix",
 )
 _SYSTEM_TREE_EXCEPTIONS = ("/var/tmp", "/private/tmp", "/private/var/folders")
 _HOME_PARENTS = ("/home", "/Users", "/root")
 # Writing into these trees changes the system itself.
-_WRITE_PROTECTED = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys", "/proc", "/System")
-_SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
-_STARTUP_FILES = re.compile(r"(?:^|/)(?:\.bashrc|\.bash_profile|\.bash_login|\.profile|\.zshrc|\.zshenv|\.zprofile|\.config/fish/config\.fish)$")
+_WRITE_PROTECTED = (
+    "/etc",
+    "/boot",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/sys",
+    "/proc",
+    "/System",
+)
+_SAFE_DEVICES = frozenset(
+    {
+        "/dev/null",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/tty",
+        "/dev/zero",
+        "/dev/random",
+        "/dev/urandom",
+    }
+)
+_STARTUP_FILES = re.compile(
+    r"(?:^|/)(?:\.bashrc|\.bash_profile|\.bash_login|\.profile|\.zshrc|\.zshenv|\.zprofile|\.config/fish/config\.fish)$"
+)
 
 CREDENTIAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), label)
@@ -61,7 +110,10 @@ CREDENTIAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"(?<![\w.-])\.azure(?![\w-])", "Azure credentials (~/.azure)"),
         (r"(?<![\w.-])\.kube/config", "Kubernetes credentials (~/.kube/config)"),
         (r"(?<![\w.-])\.docker/config\.json", "Docker registry credentials"),
-        (r"(?<![\w.-])\.(?:netrc|pgpass|git-credentials|npmrc|pypirc)(?![\w-])", "a credentials file"),
+        (
+            r"(?<![\w.-])\.(?:netrc|pgpass|git-credentials|npmrc|pypirc)(?![\w-])",
+            "a credentials file",
+        ),
         (r"(?<![\w.-])\.gnupg(?![\w-])", "GnuPG keys (~/.gnupg)"),
         (r"(?<![\w.-])\.password-store(?![\w-])", "a password store"),
         (r"/etc/(?:shadow|gshadow|sudoers)\b", "system password files"),
@@ -145,7 +197,11 @@ def write_target_reason(path: str) -> str | None:
     """Why writing to ``path`` (a redirect or a file argument) is refused, or None."""
     normal = _normalize(path) if path not in ("/",) else "/"
     if normal.startswith("/dev/"):
-        if normal in _SAFE_DEVICES or normal.startswith("/dev/fd/") or normal.startswith("/dev/pts/"):
+        if (
+            normal in _SAFE_DEVICES
+            or normal.startswith("/dev/fd/")
+            or normal.startswith("/dev/pts/")
+        ):
             return None
         return f"it writes to the device {normal}"
     for tree in _WRITE_PROTECTED:
@@ -161,7 +217,10 @@ def _rm(name: str, args: Sequence[Arg]) -> str | None:
     options, operands = _options_and_operands(args)
     if "--no-preserve-root" in options:
         return "`rm --no-preserve-root` exists only to delete the whole file system"
-    recursive = any(o in ("--recursive", "-r", "-R") or (not o.startswith("--") and ("r" in o or "R" in o)) for o in options)
+    recursive = any(
+        o in ("--recursive", "-r", "-R") or (not o.startswith("--") and ("r" in o or "R" in o))
+        for o in options
+    )
     for text, dynamic in operands:
         if dynamic and recursive:
             return f"it deletes recursively and {_dynamic_reason(text)}"
@@ -174,7 +233,9 @@ def _rm(name: str, args: Sequence[Arg]) -> str | None:
 
 def _chmod(name: str, args: Sequence[Arg]) -> str | None:
     options, operands = _options_and_operands(args)
-    recursive = any(o in ("-R", "--recursive") or (not o.startswith("--") and "R" in o) for o in options)
+    recursive = any(
+        o in ("-R", "--recursive") or (not o.startswith("--") and "R" in o) for o in options
+    )
     targets = operands[1:] if name in ("chmod", "chown", "chgrp") and operands else operands
     for text, dynamic in targets:
         if recursive and dynamic:
@@ -240,7 +301,17 @@ def _init(name: str, args: Sequence[Arg]) -> str | None:
 
 
 def _systemctl(name: str, args: Sequence[Arg]) -> str | None:
-    verbs = {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "rescue", "emergency", "soft-reboot"}
+    verbs = {
+        "poweroff",
+        "reboot",
+        "halt",
+        "kexec",
+        "suspend",
+        "hibernate",
+        "rescue",
+        "emergency",
+        "soft-reboot",
+    }
     if any(t in verbs for t, _ in args):
         return "`systemctl` would shut down, suspend or restart the machine"
     return None
@@ -248,7 +319,11 @@ def _systemctl(name: str, args: Sequence[Arg]) -> str | None:
 
 def _kill(name: str, args: Sequence[Arg]) -> str | None:
     texts = [t for t, _ in args]
-    if "-1" in texts[1:] or (texts[:1] == ["--"] and "-1" in texts) or (texts and texts[-1] == "-1" and len(texts) > 1):
+    if (
+        "-1" in texts[1:]
+        or (texts[:1] == ["--"] and "-1" in texts)
+        or (texts and texts[-1] == "-1" and len(texts) > 1)
+    ):
         return "`kill -1` signals every process the user owns"
     return None
 
@@ -258,7 +333,14 @@ def _writer(name: str, args: Sequence[Arg]) -> str | None:
     if name == "sed" and not any(o.startswith(("-i", "--in-place")) for o in options):
         return None
     if name in ("cp", "mv", "install", "ln", "rsync"):
-        target_dir = next((args[i + 1][0] for i, (t, _) in enumerate(args[:-1]) if t in ("-t", "--target-directory")), None)
+        target_dir = next(
+            (
+                args[i + 1][0]
+                for i, (t, _) in enumerate(args[:-1])
+                if t in ("-t", "--target-directory")
+            ),
+            None,
+        )
         targets = [(target_dir, False)] if target_dir else operands[-1:]
     else:
         targets = operands
@@ -318,7 +400,9 @@ _RULES: dict[str, Rule] = {
     "crontab": _crontab,
     **dict.fromkeys(PRIVILEGE, _privilege),
 }
-_DISK = re.compile(r"mkfs(?:\..+)?|mke2fs|mkswap|mkntfs|mkdosfs|wipefs|fdisk|sfdisk|cfdisk|gdisk|sgdisk|parted|blkdiscard|zpool|lvremove|vgremove|pvremove|diskutil")
+_DISK = re.compile(
+    r"mkfs(?:\..+)?|mke2fs|mkswap|mkntfs|mkdosfs|wipefs|fdisk|sfdisk|cfdisk|gdisk|sgdisk|parted|blkdiscard|zpool|lvremove|vgremove|pvremove|diskutil"
+)
 
 
 def check_argv(name: str, args: Sequence[Arg]) -> str | None:

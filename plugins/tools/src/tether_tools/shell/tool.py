@@ -5,9 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import tether
 from tether.errors import ConfigError, ToolError
-from tether.tools import ToolContext
+from tether.tools import ToolContext, tool
 
 from ..fs.workspace import Workspace
 from ..settings import get_bool, get_int, get_number, get_str, get_str_list, get_str_map
@@ -22,12 +21,12 @@ DEFAULT_MAX_TIMEOUT = 600.0
 DEFAULT_MAX_OUTPUT_BYTES = 30_000
 
 
-@tether.tool(sequential=True, max_output_chars=None)
+@tool(sequential=True, max_output_chars=None)
 async def run_command(
     command: str,
     ctx: ToolContext,
     workdir: str = ".",
-    timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 - an argument the model sets for the command
 ) -> str:
     """Run a shell command in the workspace and return its exit code and output.
 
@@ -54,7 +53,9 @@ async def run_command(
     if not decision.allowed:
         raise ToolError(f"Blocked by the command policy; nothing was run. {decision.reason}")
     default_timeout = get_number(settings, "shell", "timeout", DEFAULT_TIMEOUT)
-    max_timeout = get_number(settings, "shell", "max_timeout", max(DEFAULT_MAX_TIMEOUT, default_timeout))
+    max_timeout = get_number(
+        settings, "shell", "max_timeout", max(DEFAULT_MAX_TIMEOUT, default_timeout)
+    )
     if timeout is not None and timeout <= 0:
         raise ToolError("timeout must be a positive number of seconds.")
     limit = min(timeout if timeout is not None else default_timeout, max_timeout)
@@ -80,7 +81,11 @@ async def run_command(
             f"Output before the timeout:\n{output}".rstrip()
         )
     code = result.exit_code
-    status = f"Exit code: {code}" if code is not None and code >= 0 else f"Killed by signal {-(code or 0)}"
+    status = (
+        f"Exit code: {code}"
+        if code is not None and code >= 0
+        else f"Killed by signal {-(code or 0)}"
+    )
     return f"{status}\n{output}" if output else f"{status}\n(no output)"
 
 
@@ -88,6 +93,8 @@ def _shell(configured: str | None) -> str:
     if configured:
         path = shutil.which(configured)
         if path is None:
-            raise ConfigError(f"[tool_settings.shell] shell = {configured!r} was not found. Set it to an installed shell.")
+            raise ConfigError(
+                f"[tool_settings.shell] shell = {configured!r} was not found. Set it to an installed shell."
+            )
         return path
     return shutil.which("bash") or str(Path("/bin/sh"))

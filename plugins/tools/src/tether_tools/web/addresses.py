@@ -127,7 +127,9 @@ class AddressPolicy:
     def permits(self, host: str, address: IPAddress) -> bool:
         if host.lower().rstrip(".") in self.allowed_names:
             return True
-        return any(address in network for network in self.allowed if address.version == network.version)
+        return any(
+            address in network for network in self.allowed if address.version == network.version
+        )
 
 
 async def resolve_public(host: str, port: int, policy: AddressPolicy, url: str) -> IPAddress:
@@ -138,7 +140,9 @@ async def resolve_public(host: str, port: int, policy: AddressPolicy, url: str) 
         addresses: list[IPAddress] = [literal]
     else:
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
         except (socket.gaierror, UnicodeError) as exc:
             raise ToolError(f"Could not resolve the host of {url}: {exc}. Check the URL.") from None
         addresses = []

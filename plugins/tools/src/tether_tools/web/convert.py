@@ -7,7 +7,19 @@ import re
 
 __all__ = ["html_to_markdown", "is_html", "is_text"]
 
-_DROP = ("script", "style", "noscript", "template", "svg", "iframe", "canvas", "form", "button", "input", "select")
+_DROP = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "iframe",
+    "canvas",
+    "form",
+    "button",
+    "input",
+    "select",
+)
 _TEXT_TYPES = re.compile(
     r"^(text/.*|application/(json|.*\+json|xml|.*\+xml|javascript|ecmascript|x-javascript|x-yaml|yaml|toml|x-toml|x-sh|x-python|sql|graphql|ld\+json|x-ndjson|csv))$"
 )
@@ -43,7 +55,9 @@ def html_to_markdown(body: bytes, charset: str | None) -> tuple[str | None, str]
     head = soup.find("head")
     if head is not None:
         head.decompose()
-    markdown = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False).convert_soup(soup)
+    markdown = MarkdownConverter(
+        heading_style="ATX", bullets="-", escape_underscores=False
+    ).convert_soup(soup)
     markdown = re.sub(r"[ \t]+\n", "\n", markdown)
     markdown = re.sub(r"\n{3,}", "\n\n", markdown).strip()
     return title or None, markdown

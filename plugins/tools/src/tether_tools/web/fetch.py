@@ -7,9 +7,8 @@ import codecs
 from typing import Any
 from urllib.parse import urlsplit
 
-import tether
 from tether.errors import ToolError
-from tether.tools import ToolContext
+from tether.tools import ToolContext, tool
 
 from ..settings import get_int, get_number, get_str, get_str_list
 from .addresses import AddressPolicy, classify, parse_ipv4_loose, resolve_public
@@ -25,7 +24,7 @@ DEFAULT_USER_AGENT = "tether-web-fetch/0.1 (+https://pypi.org/project/tether-too
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
-@tether.tool(max_output_chars=None)
+@tool(max_output_chars=None)
 async def web_fetch(url: str, ctx: ToolContext) -> str:
     """Fetch a web page or text document from the public internet and return it as text.
 
@@ -50,12 +49,18 @@ async def web_fetch(url: str, ctx: ToolContext) -> str:
     timeout = get_number(settings, "web_fetch", "timeout", DEFAULT_TIMEOUT)
     max_bytes = get_int(settings, "web_fetch", "max_bytes", DEFAULT_MAX_BYTES)
     max_chars = get_int(settings, "web_fetch", "max_chars", DEFAULT_MAX_CHARS)
-    max_redirects = get_int(settings, "web_fetch", "max_redirects", DEFAULT_MAX_REDIRECTS, minimum=0)
-    user_agent = get_str(settings, "web_fetch", "user_agent", DEFAULT_USER_AGENT) or DEFAULT_USER_AGENT
+    max_redirects = get_int(
+        settings, "web_fetch", "max_redirects", DEFAULT_MAX_REDIRECTS, minimum=0
+    )
+    user_agent = (
+        get_str(settings, "web_fetch", "user_agent", DEFAULT_USER_AGENT) or DEFAULT_USER_AGENT
+    )
     policy = AddressPolicy.from_entries(get_str_list(settings, "web_fetch", "allow_private_hosts"))
     current = _parse(url, policy)
     received = 0
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False
+    ) as client:
         try:
             async with asyncio.timeout(timeout):
                 for _ in range(max_redirects + 1):
@@ -63,7 +68,9 @@ async def web_fetch(url: str, ctx: ToolContext) -> str:
                     try:
                         location = response.headers.get("location")
                         if response.status_code in _REDIRECTS and location:
-                            current = _parse(str(current.join(location)), policy, redirected_from=str(current))
+                            current = _parse(
+                                str(current.join(location)), policy, redirected_from=str(current)
+                            )
                             continue
                         chunks: list[bytes] = []
                         truncated = False
@@ -74,17 +81,23 @@ async def web_fetch(url: str, ctx: ToolContext) -> str:
                                 break
                             chunks.append(chunk)
                             received += len(chunk)
-                        return _render(current, response, b"".join(chunks), truncated, max_bytes, max_chars)
+                        return _render(
+                            current, response, b"".join(chunks), truncated, max_bytes, max_chars
+                        )
                     finally:
                         await response.aclose()
-                raise ToolError(f"Fetching {url} was redirected more than {max_redirects} times; stopped.")
+                raise ToolError(
+                    f"Fetching {url} was redirected more than {max_redirects} times; stopped."
+                )
         except TimeoutError:
             raise ToolError(
                 f"Fetching {current} took longer than {timeout:g} s and was stopped "
                 f"({received} bytes of the body had arrived)."
             ) from None
         except httpx.HTTPError as exc:
-            raise ToolError(f"Fetching {current} failed: {type(exc).__name__}: {exc or 'no details'}.") from None
+            raise ToolError(
+                f"Fetching {current} failed: {type(exc).__name__}: {exc or 'no details'}."
+            ) from None
 
 
 def _parse(url: str, policy: AddressPolicy, redirected_from: str | None = None) -> Any:
@@ -104,7 +117,9 @@ def _parse(url: str, policy: AddressPolicy, redirected_from: str | None = None) 
     if not parsed.host:
         raise ToolError(f"{url!r}{where} has no host name.")
     if parsed.userinfo:
-        raise ToolError(f"Refused {url!r}{where}: URLs with a user name or password are not fetched.")
+        raise ToolError(
+            f"Refused {url!r}{where}: URLs with a user name or password are not fetched."
+        )
     return parsed
 
 
@@ -150,7 +165,9 @@ async def _send(client: Any, url: Any, policy: AddressPolicy, user_agent: str) -
     return await client.send(request, stream=True)
 
 
-def _render(url: Any, response: Any, body: bytes, truncated: bool, max_bytes: int, max_chars: int) -> str:
+def _render(
+    url: Any, response: Any, body: bytes, truncated: bool, max_bytes: int, max_chars: int
+) -> str:
     content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     charset = _known_codec(response.charset_encoding)
     if response.status_code >= 400:
@@ -170,7 +187,9 @@ def _render(url: Any, response: Any, body: bytes, truncated: bool, max_bytes: in
         header.append(f"Title: {title}")
     notes = []
     if truncated:
-        notes.append(f"[The page is larger than {max_bytes} bytes; only the first {max_bytes} bytes were read.]")
+        notes.append(
+            f"[The page is larger than {max_bytes} bytes; only the first {max_bytes} bytes were read.]"
+        )
     if len(text) > max_chars:
         notes.append(f"[Cut at {max_chars} of {len(text)} characters.]")
         text = text[:max_chars]

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
-import tether
 from tether.errors import ConfigError, ToolError
-from tether.tools import ToolContext
+from tether.tools import ToolContext, tool
 
 from ..settings import get_int, get_number, get_str
 
@@ -53,7 +52,9 @@ class SearchBackend(Protocol):
         ...
 
 
-def _api_key(settings: Mapping[str, Any], env: Mapping[str, str], backend: str, default_env: str) -> str:
+def _api_key(
+    settings: Mapping[str, Any], env: Mapping[str, str], backend: str, default_env: str
+) -> str:
     variable = get_str(settings, "web_search", "api_key_env", default_env) or default_env
     key = env.get(variable) or os.environ.get(variable)
     if not key:
@@ -108,8 +109,12 @@ class SearXNG:
     name: str = "searxng"
 
     async def search(self, client: Any, query: str, count: int) -> list[SearchResult]:
-        response = await client.get(f"{self.base_url.rstrip('/')}/search", params={"q": query, "format": "json"})
-        _check(response, self.name, hint=" Is the json format enabled in the instance's settings.yml?")
+        response = await client.get(
+            f"{self.base_url.rstrip('/')}/search", params={"q": query, "format": "json"}
+        )
+        _check(
+            response, self.name, hint=" Is the json format enabled in the instance's settings.yml?"
+        )
         return [
             SearchResult(str(r.get("title", "")), str(r.get("url", "")), str(r.get("content", "")))
             for r in _json(response, self.name).get("results", [])[:count]
@@ -131,7 +136,11 @@ class Brave:
         _check(response, self.name)
         web = _json(response, self.name).get("web") or {}
         return [
-            SearchResult(str(r.get("title", "")), str(r.get("url", "")), _strip_tags(str(r.get("description", ""))))
+            SearchResult(
+                str(r.get("title", "")),
+                str(r.get("url", "")),
+                _strip_tags(str(r.get("description", ""))),
+            )
             for r in web.get("results", [])[:count]
         ]
 
@@ -163,9 +172,13 @@ def _strip_tags(text: str) -> str:
 
 def _check(response: Any, backend: str, hint: str = "") -> None:
     if response.status_code in (401, 403):
-        raise ToolError(f"The {backend} search backend rejected the API key (HTTP {response.status_code}). Ask the user to check it.")
+        raise ToolError(
+            f"The {backend} search backend rejected the API key (HTTP {response.status_code}). Ask the user to check it."
+        )
     if response.status_code == 429:
-        raise ToolError(f"The {backend} search backend is rate-limiting requests (HTTP 429). Try again later.")
+        raise ToolError(
+            f"The {backend} search backend is rate-limiting requests (HTTP 429). Try again later."
+        )
     if response.status_code >= 400:
         raise ToolError(f"The {backend} search backend answered HTTP {response.status_code}.{hint}")
 
@@ -190,7 +203,9 @@ def _base(settings: Mapping[str, Any]) -> str | None:
 def _searxng(settings: Mapping[str, Any], env: Mapping[str, str]) -> SearchBackend:
     base = _base(settings)
     if not base:
-        raise ConfigError('The searxng search backend needs [tool_settings.web_search] base_url = "https://your-instance".')
+        raise ConfigError(
+            'The searxng search backend needs [tool_settings.web_search] base_url = "https://your-instance".'
+        )
     return SearXNG(base)
 
 
@@ -198,7 +213,9 @@ BACKENDS: dict[str, BackendFactory] = {
     "duckduckgo": lambda s, e: DuckDuckGo(_base(s) or DUCKDUCKGO_URL),
     "searxng": _searxng,
     "brave": lambda s, e: Brave(_api_key(s, e, "brave", "BRAVE_API_KEY"), _base(s) or BRAVE_URL),
-    "tavily": lambda s, e: Tavily(_api_key(s, e, "tavily", "TAVILY_API_KEY"), _base(s) or TAVILY_URL),
+    "tavily": lambda s, e: Tavily(
+        _api_key(s, e, "tavily", "TAVILY_API_KEY"), _base(s) or TAVILY_URL
+    ),
 }
 
 
@@ -225,7 +242,7 @@ def backend_from_settings(settings: Mapping[str, Any], env: Mapping[str, str]) -
     return factory(settings, env)
 
 
-@tether.tool
+@tool
 async def web_search(query: str, ctx: ToolContext, max_results: int = 5) -> str:
     """Search the web and get a list of result titles, URLs and snippets.
 
@@ -256,10 +273,15 @@ async def web_search(query: str, ctx: ToolContext, max_results: int = 5) -> str:
         try:
             results = await backend.search(client, query, count)
         except httpx.HTTPError as exc:
-            raise ToolError(f"The {backend.name} search backend could not be reached: {type(exc).__name__}: {exc}.") from None
+            raise ToolError(
+                f"The {backend.name} search backend could not be reached: {type(exc).__name__}: {exc}."
+            ) from None
     if not results:
         return f"No results for {query!r} ({backend.name})."
     lines = [f"Results for {query!r} ({backend.name}):"]
     for number, result in enumerate(results, 1):
-        lines.append(f"{number}. {result.title}\n   {result.url}" + (f"\n   {result.snippet}" if result.snippet else ""))
+        lines.append(
+            f"{number}. {result.title}\n   {result.url}"
+            + (f"\n   {result.snippet}" if result.snippet else "")
+        )
     return "\n".join(lines)
