@@ -42,6 +42,7 @@ class GoogleEmbedder:
     :param dimensions: output dimensionality (``gemini-embedding-001``: 128 to 3072;
         768, 1536 or 3072 recommended). Defaults to the model's full size.
     :param batch_size: texts per request, 1 to 100.
+    :param api_key: the key itself, for programmatic use (keep keys out of config files).
     :param api_key_env, base_url, timeout: as in ``[providers.google]``.
 
     A missing key is reported by the first call, as a ``MemoryBackendError`` naming the
@@ -54,6 +55,7 @@ class GoogleEmbedder:
         dimensions: int | None = None,
         *,
         batch_size: int = MAX_BATCH,
+        api_key: str | None = None,
         api_key_env: str | None = None,
         base_url: str | None = None,
         timeout: float | None = None,
@@ -68,7 +70,9 @@ class GoogleEmbedder:
         self.dimensions: int | None = dimensions or KNOWN_DIMENSIONS.get(model)
         self._output_dimensionality = dimensions
         self._batch_size = batch_size
-        self._config = ProviderConfig(api_key_env=api_key_env, base_url=base_url, timeout=timeout)
+        self._config = ProviderConfig.model_validate(
+            {"api_key": api_key, "api_key_env": api_key_env, "base_url": base_url, "timeout": timeout}
+        )
         self._http_client = http_client
         self._owns_http_client = http_client is None
         self._client: genai.Client | None = None
