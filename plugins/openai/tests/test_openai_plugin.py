@@ -113,3 +113,12 @@ async def test_validate_auth_reports_a_rejected_key(fake_server: FakeServer) -> 
 def test_repr_never_shows_the_key() -> None:
     provider = manager().providers.get("openai")(ProviderConfig(api_key="sk-secret-value"))
     assert "sk-secret-value" not in repr(provider)
+
+
+async def test_a_server_that_is_not_an_openai_api_gives_a_provider_error(fake_server: FakeServer) -> None:
+    from tether.errors import ProviderError
+
+    fake_server.queue(FakeResponse(status=200, headers={"content-type": "text/html"}, body=b"<html>router login</html>"))
+    provider = manager().providers.get("ollama")(ProviderConfig(base_url=fake_server.url + "/v1"))
+    with pytest.raises(ProviderError, match="OpenAI-compatible"):
+        await provider.validate_auth()

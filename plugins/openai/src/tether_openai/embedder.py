@@ -108,8 +108,6 @@ class OpenAIEmbedder:
         except TetherError as exc:
             raise MemoryBackendError(f"OpenAI embeddings ({self.model}): {exc}") from exc
         except Exception as exc:
-            if type(exc).__module__.split(".")[0] not in ("openai", "httpx", "httpx2", "httpcore"):
-                raise
             error = translate(exc, self._connection.errors)
             raise MemoryBackendError(f"OpenAI embeddings ({self.model}) failed: {error}") from exc
         data = sorted(response.data, key=lambda item: item.index)

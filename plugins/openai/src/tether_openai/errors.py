@@ -137,7 +137,8 @@ def from_stream_error(
 
 
 def translate(exc: BaseException, ctx: ErrorContext) -> ProviderError:
-    """The tether error for an exception raised by the openai SDK or its HTTP stack."""
+    """The tether error for an exception raised by the openai SDK or its HTTP stack (or
+    by the SDK choking on a response that is not what the API sends)."""
     import openai
 
     name = ctx.provider
@@ -159,7 +160,12 @@ def translate(exc: BaseException, ctx: ErrorContext) -> ProviderError:
     if isinstance(exc, openai.APIError):
         code, kind, message = _fields(exc.body)
         return from_stream_error(code, message or str(exc), ctx, kind)
-    return ProviderError(f"{ctx.label} client error: {ctx.clean(str(exc))}", provider=name)
+    return ProviderError(
+        f"{ctx.label} ({ctx.base_url}) sent something the client could not handle "
+        f"({type(exc).__name__}: {ctx.clean(str(exc))}). Check that the base URL points at an "
+        "OpenAI-compatible API.",
+        provider=name,
+    )
 
 
 def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:

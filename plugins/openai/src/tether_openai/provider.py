@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIProvider"]
 
 _APIS = ("responses", "chat")
-_SDK_MODULES = frozenset({"openai", "httpx", "httpx2", "httpcore", "h11", "h2", "anyio"})
 
 
 class OpenAIProvider(BaseProvider):
@@ -116,8 +115,6 @@ class OpenAIProvider(BaseProvider):
         except TetherError:
             raise
         except Exception as exc:
-            if not _from_sdk(exc):
-                raise
             raise translate(exc, errors) from exc
         yield assembler.finish()
 
@@ -128,8 +125,6 @@ class OpenAIProvider(BaseProvider):
         try:
             await client.models.list()
         except Exception as exc:
-            if not _from_sdk(exc):
-                raise
             raise translate(exc, self._connection.errors) from exc
 
     async def aclose(self) -> None:
@@ -165,8 +160,3 @@ def _split_api_overrides(
             apis[model] = api
         overrides[model] = rest
     return overrides, apis
-
-
-def _from_sdk(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from the SDK or its HTTP stack (and must be translated)."""
-    return any(cls.__module__.split(".")[0] in _SDK_MODULES for cls in type(exc).__mro__[:-2])
