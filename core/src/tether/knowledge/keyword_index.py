@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .ranking import top_k
+
 __all__ = ["KeywordIndex"]
 
 _IntArray = npt.NDArray[np.int64]
@@ -58,7 +60,7 @@ class KeywordIndex:
         self._post_pos: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._post_tf: _FloatArray = np.zeros(0, dtype=np.float32)
         self._delta: dict[int, tuple[list[int], list[float]]] = {}
-        self._arrays: tuple[_FloatArray, npt.NDArray[np.bool_]] | None = None
+        self._arrays: tuple[_FloatArray, npt.NDArray[np.bool_], _IntArray] | None = None
         self._stale = False
 
     def __len__(self) -> int:
@@ -160,7 +162,7 @@ class KeywordIndex:
             if not ids or self._n_alive == 0 or limit <= 0:
                 return []
             self._maybe_rebuild()
-            lengths, alive = self._current_arrays()
+            lengths, alive, slot_array = self._current_arrays()
             n = len(self._slots)
             avg = self._total_length / self._n_alive if self._n_alive else 1.0
             norm = self.k1 * (1.0 - self.b + self.b * lengths / max(avg, 1e-9))
@@ -182,10 +184,8 @@ class KeywordIndex:
                     contribution = contribution * live
                 scores[pos] += contribution.astype(np.float32, copy=False)
             hits = np.flatnonzero(scores)
-            if hits.size > limit:
-                hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
-            hits = hits[np.argsort(-scores[hits], kind="stable")]
-            return [(self._slots[p], float(scores[p])) for p in hits.tolist()]
+            best = hits[top_k(scores[hits], slot_array[hits], limit)]
+            return [(self._slots[p], float(scores[p])) for p in best.tolist()]
 
     def _postings(self, term_id: int) -> tuple[npt.NDArray[np.int32], _FloatArray]:
         if term_id + 1 < len(self._ptr):
@@ -199,11 +199,12 @@ class KeywordIndex:
             tf = np.concatenate([tf, np.asarray(extra[1], dtype=np.float32)])
         return pos, tf
 
-    def _current_arrays(self) -> tuple[_FloatArray, npt.NDArray[np.bool_]]:
+    def _current_arrays(self) -> tuple[_FloatArray, npt.NDArray[np.bool_], _IntArray]:
         if self._arrays is None:
             self._arrays = (
                 np.asarray(self._lengths, dtype=np.float32),
                 np.asarray(self._alive, dtype=np.bool_),
+                np.asarray(self._slots, dtype=np.int64),
             )
         return self._arrays
 

@@ -98,7 +98,7 @@ class MemoryBackend:
             if not hits:
                 return []
             scores = bm25.get_scores(terms)
-            matching = np.fromiter(hits, dtype=np.int64, count=len(hits))
+            matching = np.sort(np.fromiter(hits, dtype=np.int64, count=len(hits)))
             ranked = matching[np.argsort(-scores[matching], kind="stable")][:limit]
             return [self._chunks[self._bm25_slots[i]] for i in ranked.tolist()]
 

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .ranking import top_k
+
 __all__ = ["VectorIndex"]
 
 _F32 = npt.NDArray[np.float32]
@@ -108,12 +110,7 @@ class VectorIndex:
                 scores = self._matrix[positions] @ q
             if self._dead:
                 scores = np.where(self._alive[positions], scores, -np.inf)
-            limit = min(limit, len(self))
-            if scores.size > limit:
-                best = np.argpartition(-scores, limit - 1)[:limit]
-            else:
-                best = np.arange(scores.size)
-            best = best[np.argsort(-scores[best], kind="stable")]
+            best = top_k(scores, self._slots[positions], min(limit, len(self)))
             best = best[np.isfinite(scores[best])]
             return [
                 (int(self._slots[positions[i]]), float(scores[i])) for i in best.tolist()
