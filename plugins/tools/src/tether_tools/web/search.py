@@ -7,7 +7,7 @@ A backend is chosen in config (``[tool_settings.web_search] backend = "..."``):
   instance must enable the ``json`` format).
 - ``brave``: the Brave Search API; key from ``$BRAVE_API_KEY`` (or ``api_key_env``).
 - ``tavily``: the Tavily search API; key from ``$TAVILY_API_KEY`` (or ``api_key_env``).
-- ``"package.module:factory"``: your own; ``factory(settings)`` returns an object with
+- ``"package.module:factory"``: your own; ``factory(settings, env)`` returns an object with
   ``async search(client, query, count) -> list[SearchResult]``.
 
 Every backend takes ``base_url`` (for proxies, self-hosted instances and tests) and
