@@ -10,5 +10,21 @@ result, never reorder what they keep.
 from __future__ import annotations
 
 from .base import CompactionContext, CompactionResult, CompactionStrategy, NoCompaction
+from .prefix import PrefixStability, PrefixTracker, prefix_stability
+from .summarize import SUMMARY_MARKER, SUMMARY_PROMPT, SummarizeStrategy, is_summary
+from .truncate import TruncateStrategy
 
-__all__ = ["CompactionContext", "CompactionResult", "CompactionStrategy", "NoCompaction"]
+__all__ = [
+    "SUMMARY_MARKER",
+    "SUMMARY_PROMPT",
+    "CompactionContext",
+    "CompactionResult",
+    "CompactionStrategy",
+    "NoCompaction",
+    "PrefixStability",
+    "PrefixTracker",
+    "SummarizeStrategy",
+    "TruncateStrategy",
+    "is_summary",
+    "prefix_stability",
+]
