@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from .compaction import NoCompaction
+from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
 from .hookspecs import hookimpl
 from .registry import (
     CommandRegistrar,
     CompactionStrategyRegistrar,
     MemoryBackendRegistrar,
+    SessionStoreRegistrar,
     ToolRegistrar,
 )
 
@@ -15,6 +16,15 @@ from .registry import (
 @hookimpl
 def register_compaction_strategies(strategies: CompactionStrategyRegistrar) -> None:
     strategies.add("none", NoCompaction)
+    strategies.add("summarize", SummarizeStrategy)
+    strategies.add("truncate", TruncateStrategy)
+
+
+@hookimpl
+def register_session_stores(stores: SessionStoreRegistrar) -> None:
+    from .sessions.store import SessionStore
+
+    stores.add("jsonl", SessionStore)
 
 
 @hookimpl
@@ -34,5 +44,7 @@ def register_tools(tools: ToolRegistrar) -> None:
 @hookimpl
 def register_commands(commands: CommandRegistrar) -> None:
     from .cli.kb import kb
+    from .cli.sessions import sessions
 
     commands.add(kb)
+    commands.add(sessions)
