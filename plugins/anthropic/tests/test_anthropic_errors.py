@@ -13,6 +13,7 @@ from tether.errors import (
     OverloadedError,
     PermissionDeniedError,
     ProviderConnectionError,
+    ProviderError,
     RateLimitError,
     ServerError,
 )
@@ -253,19 +254,31 @@ async def test_unreachable_server_is_a_connection_error(make_provider, wire):
     await provider.aclose()
 
 
-async def test_validate_auth(fake_server, make_provider, wire):
+async def test_validate_auth_checks_the_key_is_configured_without_a_request(
+    fake_server, make_provider
+):
+    await make_provider().validate_auth()
+    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
+        await make_provider(api_key=None).validate_auth()
+    assert fake_server.requests == []
+
+
+async def test_verify_key_asks_the_api(fake_server, make_provider, wire):
     fake_server.queue(
         FakeResponse.json({"data": [], "has_more": False, "first_id": None, "last_id": None})
     )
-    await make_provider().validate_auth()
+    await make_provider().verify_key()
     assert fake_server.requests[0].path.startswith("/v1/models")
 
     fake_server.queue(wire.api_error(401, "authentication_error", "invalid x-api-key"))
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
-        await make_provider().validate_auth()
+        await make_provider().verify_key()
 
-    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
-        await make_provider(api_key=None).validate_auth()
+    fake_server.queue(
+        FakeResponse(status=200, headers={"content-type": "text/plain"}, body=b"not json")
+    )
+    with pytest.raises(ProviderError, match="unexpected answer"):
+        await make_provider().verify_key()
 
 
 async def test_a_stream_that_breaks_the_event_protocol_is_a_provider_error(

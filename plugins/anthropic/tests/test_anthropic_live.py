@@ -44,10 +44,10 @@ async def test_live_tool_round_trip(live_env):
     await agent.aclose()
 
 
-async def test_live_validate_auth(live_env):
+async def test_live_key_is_accepted(live_env):
     from tether.config import ProviderConfig
     from tether_anthropic.provider import AnthropicProvider
 
     provider = AnthropicProvider(ProviderConfig())
-    await provider.validate_auth()
+    await provider.verify_key()
     await provider.aclose()

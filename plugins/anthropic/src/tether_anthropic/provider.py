@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
+from tether.errors import ProviderError
 from tether.provider import BaseProvider, ModelRequest, ProviderEvent
 
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
@@ -80,15 +81,28 @@ class AnthropicProvider(BaseProvider):
             await _close(events)
 
     async def validate_auth(self) -> None:
-        """Raise ``AuthenticationError`` naming the key variable if there is no key or
-        the API rejects it (one ``GET /v1/models`` request)."""
+        """Raise ``AuthenticationError`` naming the key variable if no key is configured.
+
+        Sends nothing (the CLI calls this before every run): a key the API rejects fails
+        the first request, at once and without retries, with the same kind of error.
+        :meth:`verify_key` asks the API.
+        """
+        self._sdk()
+
+    async def verify_key(self) -> None:
+        """Ask the API whether the key is accepted (one ``GET /v1/models``); raise
+        ``AuthenticationError`` naming the key variable if it is not."""
         client = self._sdk()
         try:
             await client.models.list(limit=1)
         except Exception as exc:
             error = translate(exc, self._credentials.variable)
             if error is None:
-                raise
+                raise ProviderError(
+                    f"The Anthropic models endpoint gave an unexpected answer: {exc!r}. "
+                    "Check the base URL (ANTHROPIC_BASE_URL or `base_url`).",
+                    provider=self.name,
+                ) from exc
             raise error from exc
 
     async def aclose(self) -> None:
