@@ -154,3 +154,42 @@ def test_base_url_from_the_profiles_environment_variable(monkeypatch: pytest.Mon
     assert Connection.from_config(profile, ProviderConfig()).endpoint == "http://gpu-box:11434/v1"
     explicit = ProviderConfig(base_url="http://other:1/v1")
     assert Connection.from_config(profile, explicit).endpoint == "http://other:1/v1"
+
+
+async def test_complete_calls_that_all_claim_index_zero_stay_separate(
+    fake_server: FakeServer,
+) -> None:
+    def call(call_id: str, city: str) -> dict[str, Any]:
+        function = {"name": "weather", "arguments": '{"city": "%s"}' % city}
+        return ollama_chunk(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": call_id, "index": 0, "type": "function", "function": function}
+                ],
+            }
+        )
+
+    fake_server.queue(
+        FakeResponse.sse(
+            [
+                (None, call("call_a", "Oslo")),
+                (None, call("call_b", "Lima")),
+                (None, ollama_chunk({}, "tool_calls")),
+                (None, "[DONE]"),
+            ]
+        )
+    )
+    provider = agent("ollama/qwen3", fake_server).provider()
+    from tether.messages import Message
+    from tether.provider import ModelRequest
+
+    events = [
+        e async for e in provider.stream(ModelRequest(model="qwen3", messages=[Message.user("x")]))
+    ]
+    calls = events[-1].message.tool_calls
+    assert [(c.id, c.arguments) for c in calls] == [
+        ("call_a", {"city": "Oslo"}),
+        ("call_b", {"city": "Lima"}),
+    ]

@@ -115,10 +115,53 @@ def test_repr_never_shows_the_key() -> None:
     assert "sk-secret-value" not in repr(provider)
 
 
-async def test_a_server_that_is_not_an_openai_api_gives_a_provider_error(fake_server: FakeServer) -> None:
+async def test_a_server_that_is_not_an_openai_api_gives_a_provider_error(
+    fake_server: FakeServer,
+) -> None:
     from tether.errors import ProviderError
 
-    fake_server.queue(FakeResponse(status=200, headers={"content-type": "text/html"}, body=b"<html>router login</html>"))
+    fake_server.queue(
+        FakeResponse(
+            status=200, headers={"content-type": "text/html"}, body=b"<html>router login</html>"
+        )
+    )
     provider = manager().providers.get("ollama")(ProviderConfig(base_url=fake_server.url + "/v1"))
     with pytest.raises(ProviderError, match="OpenAI-compatible"):
         await provider.validate_auth()
+
+
+async def test_the_sdks_base_url_variable_is_honoured(
+    fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.messages import Message
+    from tether.provider import ModelRequest
+
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.url + "/gateway/v1")
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1"}
+    fake_server.queue(
+        FakeResponse.sse(
+            [
+                (
+                    None,
+                    {
+                        **chunk,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {"content": "via gateway"},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                    },
+                ),
+                (None, "[DONE]"),
+            ]
+        )
+    )
+    provider = manager().providers.get("openai")(ProviderConfig(api_key="sk-k"))
+    events = [
+        e
+        async for e in provider.stream(ModelRequest(model="gpt-4.1", messages=[Message.user("x")]))
+    ]
+    assert events[-1].message.text == "via gateway"
+    assert fake_server.requests[0].path == "/gateway/v1/chat/completions"
