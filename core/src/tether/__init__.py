@@ -11,14 +11,25 @@ from typing import TYPE_CHECKING, Any
 from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .cancel import CancelToken
-    from .config import Config, LimitsConfig, load_config
-    from .messages import ImageBlock, Message, StopReason, TextBlock, Usage
-    from .result import Outcome, RunResult
-    from .runner import RetryPolicy
-    from .sessions import InMemorySession, JsonlSession
-    from .tools import Tool, ToolContext, Toolset, tool
+    from .agent import Agent as Agent
+    from .cancel import CancelToken as CancelToken
+    from .config import Config as Config
+    from .config import LimitsConfig as LimitsConfig
+    from .config import load_config as load_config
+    from .messages import ImageBlock as ImageBlock
+    from .messages import Message as Message
+    from .messages import StopReason as StopReason
+    from .messages import TextBlock as TextBlock
+    from .messages import Usage as Usage
+    from .result import Outcome as Outcome
+    from .result import RunResult as RunResult
+    from .runner import RetryPolicy as RetryPolicy
+    from .sessions import InMemorySession as InMemorySession
+    from .sessions import JsonlSession as JsonlSession
+    from .tools import Tool as Tool
+    from .tools import ToolContext as ToolContext
+    from .tools import Toolset as Toolset
+    from .tools import tool as tool
 
 __version__ = "0.1.0"
 
@@ -44,7 +55,29 @@ _LAZY = {
     "tool": "tools",
 }
 
-__all__ = ["__version__", "hookimpl", *sorted(_LAZY)]
+__all__ = [
+    "Agent",
+    "CancelToken",
+    "Config",
+    "ImageBlock",
+    "InMemorySession",
+    "JsonlSession",
+    "LimitsConfig",
+    "Message",
+    "Outcome",
+    "RetryPolicy",
+    "RunResult",
+    "StopReason",
+    "TextBlock",
+    "Tool",
+    "ToolContext",
+    "Toolset",
+    "Usage",
+    "__version__",
+    "hookimpl",
+    "load_config",
+    "tool",
+]
 
 
 def __getattr__(name: str) -> Any:
