@@ -3,6 +3,7 @@ Ollama's ``/v1/chat/completions`` (same wire format, no key)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -160,7 +161,7 @@ async def test_complete_calls_that_all_claim_index_zero_stay_separate(
     fake_server: FakeServer,
 ) -> None:
     def call(call_id: str, city: str) -> dict[str, Any]:
-        function = {"name": "weather", "arguments": '{"city": "%s"}' % city}
+        function = {"name": "weather", "arguments": json.dumps({"city": city})}
         return ollama_chunk(
             {
                 "role": "assistant",
