@@ -27,12 +27,19 @@ from typing import Any
 def sse_frames(deltas: int) -> list[bytes]:
     frames = []
     for index in range(deltas):
-        candidate: dict[str, Any] = {"content": {"parts": [{"text": f"tok{index} "}], "role": "model"}, "index": 0}
+        candidate: dict[str, Any] = {
+            "content": {"parts": [{"text": f"tok{index} "}], "role": "model"},
+            "index": 0,
+        }
         if index == deltas - 1:
             candidate["finishReason"] = "STOP"
         chunk = {
             "candidates": [candidate],
-            "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": index + 1, "totalTokenCount": index + 21},
+            "usageMetadata": {
+                "promptTokenCount": 20,
+                "candidatesTokenCount": index + 1,
+                "totalTokenCount": index + 21,
+            },
             "modelVersion": "gemini-2.5-flash",
             "responseId": "bench",
         }
@@ -77,7 +84,9 @@ class SdkSide:
     async def run(self) -> tuple[float, int]:
         count = 0
         started = time.perf_counter()
-        stream = await self.client.aio.models.generate_content_stream(model="gemini-2.5-flash", contents=self.contents)
+        stream = await self.client.aio.models.generate_content_stream(
+            model="gemini-2.5-flash", contents=self.contents
+        )
         async for chunk in stream:
             candidates = chunk.candidates
             if candidates and candidates[0].content and candidates[0].content.parts:
@@ -87,7 +96,9 @@ class SdkSide:
         return time.perf_counter() - started, count
 
     async def chunks(self) -> list[Any]:
-        stream = await self.client.aio.models.generate_content_stream(model="gemini-2.5-flash", contents=self.contents)
+        stream = await self.client.aio.models.generate_content_stream(
+            model="gemini-2.5-flash", contents=self.contents
+        )
         return [chunk async for chunk in stream]
 
     async def close(self) -> None:
@@ -115,6 +126,7 @@ class AdapterSide:
 
     def __init__(self, payload: list[bytes]) -> None:
         import httpx
+
         from tether.config import ProviderConfig
         from tether.messages import Message
         from tether.provider import ModelRequest

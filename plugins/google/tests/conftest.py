@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from tether.config import Config, ProviderConfig
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 
@@ -99,7 +100,9 @@ def function_call(name: str, args: dict[str, Any], signature: str | None = None)
     return part
 
 
-def stream(*chunks: dict[str, Any], split_at: tuple[int, ...] = (), drop_after: int | None = None) -> FakeResponse:
+def stream(
+    *chunks: dict[str, Any], split_at: tuple[int, ...] = (), drop_after: int | None = None
+) -> FakeResponse:
     return FakeResponse.sse([(None, c) for c in chunks], split_at=split_at, drop_after=drop_after)
 
 
@@ -111,7 +114,13 @@ def reply(words: str, *, finish: str = "STOP") -> FakeResponse:
     return stream(*chunks)
 
 
-def error(code: int, status: str, message: str, *details: dict[str, Any], headers: dict[str, str] | None = None) -> FakeResponse:
+def error(
+    code: int,
+    status: str,
+    message: str,
+    *details: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> FakeResponse:
     body: dict[str, Any] = {"error": {"code": code, "message": message, "status": status}}
     if details:
         body["error"]["details"] = list(details)
@@ -150,7 +159,12 @@ def wire() -> Wire:
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No real key or gateway from the developer's shell leaks into a test, and only this
     plugin loads from entry points."""
-    for variable in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):
+    for variable in (
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "google")
 

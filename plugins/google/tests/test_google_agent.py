@@ -6,10 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+
 import tether
 from tether import Agent
 from tether.compaction import CompactionContext, CompactionResult
-from tether.errors import AuthenticationError, OverloadedError, ProviderConnectionError, RateLimitError
+from tether.errors import (
+    AuthenticationError,
+    OverloadedError,
+    ProviderConnectionError,
+    RateLimitError,
+)
 from tether.events import Compaction, Retry, TextDelta, ToolEnd
 from tether.messages import ImageBlock, Message, TextBlock
 from tether.runner import RetryPolicy
@@ -48,7 +54,9 @@ async def run_events(agent_: Agent, prompt: str) -> list[object]:
         await agent_.aclose()
 
 
-async def test_tool_loop_replays_the_call_with_its_signature_and_answers_by_name(config, server, wire):  # type: ignore[no-untyped-def]
+async def test_tool_loop_replays_the_call_with_its_signature_and_answers_by_name(
+    config, server, wire
+):  # type: ignore[no-untyped-def]
     signature = wire.sig("call")
     server.queue(
         wire.stream(
@@ -83,7 +91,9 @@ async def test_tool_loop_replays_the_call_with_its_signature_and_answers_by_name
     ]
 
 
-async def test_prompt_prefix_stays_byte_stable_across_turns_for_implicit_caching(config, server, wire):  # type: ignore[no-untyped-def]
+async def test_prompt_prefix_stays_byte_stable_across_turns_for_implicit_caching(
+    config, server, wire
+):  # type: ignore[no-untyped-def]
     server.queue(
         wire.stream(wire.chunk(wire.function_call("get_weather", {"city": "Rome"}), finish="STOP")),
         wire.reply("Sunny."),
@@ -95,9 +105,13 @@ async def test_prompt_prefix_stays_byte_stable_across_turns_for_implicit_caching
     assert second["contents"][: len(first["contents"])] == first["contents"]
 
 
-async def test_tool_images_are_rehomed_for_models_without_multimodal_function_responses(config, server, wire):  # type: ignore[no-untyped-def]
+async def test_tool_images_are_rehomed_for_models_without_multimodal_function_responses(
+    config, server, wire
+):  # type: ignore[no-untyped-def]
     server.queue(
-        wire.stream(wire.chunk(wire.function_call("render_chart", {"city": "Kyiv"}), finish="STOP")),
+        wire.stream(
+            wire.chunk(wire.function_call("render_chart", {"city": "Kyiv"}), finish="STOP")
+        ),
         wire.reply("Here is the chart."),
     )
     await agent(config, tools=[render_chart]).run("Chart for Kyiv?")
@@ -114,7 +128,11 @@ async def test_tool_images_are_rehomed_for_models_without_multimodal_function_re
 
 async def test_tool_images_go_inside_the_function_response_for_gemini_3(config, server, wire):  # type: ignore[no-untyped-def]
     server.queue(
-        wire.stream(wire.chunk(wire.function_call("render_chart", {"city": "Kyiv"}, wire.sig("g3")), finish="STOP")),
+        wire.stream(
+            wire.chunk(
+                wire.function_call("render_chart", {"city": "Kyiv"}, wire.sig("g3")), finish="STOP"
+            )
+        ),
         wire.reply("Here is the chart."),
     )
     await agent(config, model="gemini-3-pro-preview", tools=[render_chart]).run("Chart for Kyiv?")
@@ -132,10 +150,14 @@ async def test_rate_limit_waits_for_the_retry_info_delay_then_succeeds(config, s
     retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}
     quota = {
         "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-        "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests"}],
+        "violations": [
+            {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests"}
+        ],
     }
     server.queue(
-        wire.error(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", quota, retry_info),
+        wire.error(
+            429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", quota, retry_info
+        ),
         wire.reply("Hello after waiting."),
     )
     sleeps = Sleeps()
@@ -151,7 +173,9 @@ async def test_rate_limit_waits_for_the_retry_info_delay_then_succeeds(config, s
 
 async def test_rate_limit_honours_the_retry_after_header(config, server, wire):  # type: ignore[no-untyped-def]
     server.queue(
-        wire.error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted.", headers={"retry-after": "12"}),
+        wire.error(
+            429, "RESOURCE_EXHAUSTED", "Resource has been exhausted.", headers={"retry-after": "12"}
+        ),
         wire.reply("Done."),
     )
     sleeps = Sleeps()
@@ -161,7 +185,9 @@ async def test_rate_limit_honours_the_retry_after_header(config, server, wire): 
 
 
 async def test_unauthenticated_fails_at_once_naming_the_key_variables(config, server, wire):  # type: ignore[no-untyped-def]
-    server.queue(wire.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."))
+    server.queue(
+        wire.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+    )
     sleeps = Sleeps()
     with pytest.raises(AuthenticationError) as caught:
         await agent(config, retry=RetryPolicy(sleep=sleeps)).run("Hi")
@@ -178,7 +204,11 @@ async def test_invalid_api_key_reported_as_400_is_an_authentication_error(config
             400,
             "INVALID_ARGUMENT",
             "API key not valid. Please pass a valid API key.",
-            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"},
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+            },
         )
     )
     with pytest.raises(AuthenticationError, match="GEMINI_API_KEY"):
@@ -186,11 +216,19 @@ async def test_invalid_api_key_reported_as_400_is_an_authentication_error(config
     assert len(server.requests) == 1
 
 
-async def test_overloaded_mid_stream_is_retried_and_only_the_good_attempt_is_kept(config, server, wire):  # type: ignore[no-untyped-def]
+async def test_overloaded_mid_stream_is_retried_and_only_the_good_attempt_is_kept(
+    config, server, wire
+):  # type: ignore[no-untyped-def]
     server.queue(
         wire.stream(
             wire.chunk(wire.text("Partial ")),
-            {"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}},
+            {
+                "error": {
+                    "code": 503,
+                    "message": "The model is overloaded. Please try again later.",
+                    "status": "UNAVAILABLE",
+                }
+            },
         ),
         wire.reply("Complete answer."),
     )
@@ -199,12 +237,18 @@ async def test_overloaded_mid_stream_is_retried_and_only_the_good_attempt_is_kep
 
     [retry] = [e for e in events if isinstance(e, Retry)]
     assert isinstance(retry.error, OverloadedError)
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Partial ", "Complete", " answer."]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == [
+        "Partial ",
+        "Complete",
+        " answer.",
+    ]
     result = events[-1].result  # type: ignore[attr-defined]
     assert [m.text for m in result.messages if m.role == "assistant"] == ["Complete answer."]
 
 
-async def test_connection_dropped_mid_stream_is_retried_without_duplicating_text(config, server, wire):  # type: ignore[no-untyped-def]
+async def test_connection_dropped_mid_stream_is_retried_without_duplicating_text(
+    config, server, wire
+):  # type: ignore[no-untyped-def]
     server.queue(
         wire.stream(
             wire.chunk(wire.text("One")),
@@ -237,7 +281,9 @@ class DropOldest:
         if not context.force:
             return None
         self.forced.append(len(context.messages))
-        return CompactionResult(messages=list(context.messages[-1:]), tokens_before=2_000_000, tokens_after=10)
+        return CompactionResult(
+            messages=list(context.messages[-1:]), tokens_before=2_000_000, tokens_after=10
+        )
 
 
 async def test_context_overflow_compacts_once_and_retries(config, server, wire):  # type: ignore[no-untyped-def]
@@ -250,7 +296,10 @@ async def test_context_overflow_compacts_once_and_retries(config, server, wire):
         wire.reply("Fits now."),
     )
     strategy = DropOldest()
-    history = [Message.user("old question " * 50), Message(role="assistant", content=[TextBlock(text="old answer")])]
+    history = [
+        Message.user("old question " * 50),
+        Message(role="assistant", content=[TextBlock(text="old answer")]),
+    ]
     session = tether.sessions.InMemorySession()
     for message in history:
         session.append(message)
@@ -262,7 +311,9 @@ async def test_context_overflow_compacts_once_and_retries(config, server, wire):
     assert compaction.strategy == "drop-oldest"
     assert events[-1].result.output == "Fits now."  # type: ignore[attr-defined]
     assert len(wire.contents_of(server.requests[0])) == 3
-    assert wire.contents_of(server.requests[1]) == [{"role": "user", "parts": [{"text": "New question"}]}]
+    assert wire.contents_of(server.requests[1]) == [
+        {"role": "user", "parts": [{"text": "New question"}]}
+    ]
 
 
 async def test_missing_key_fails_at_the_first_request_not_at_construction(server, wire):  # type: ignore[no-untyped-def]
@@ -277,7 +328,9 @@ async def test_missing_key_fails_at_the_first_request_not_at_construction(server
 
 async def test_tool_end_events_follow_the_function_calls(config, server, wire):  # type: ignore[no-untyped-def]
     server.queue(
-        wire.stream(wire.chunk(wire.function_call("get_weather", {"city": "Nairobi"}), finish="STOP")),
+        wire.stream(
+            wire.chunk(wire.function_call("get_weather", {"city": "Nairobi"}), finish="STOP")
+        ),
         wire.reply("Warm."),
     )
     events = await run_events(agent(config, tools=[get_weather]), "Nairobi?")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tether.errors import MemoryBackendError
 from tether.knowledge.embedders import Embedder
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
@@ -18,7 +19,13 @@ def batch_handler(size: int):  # type: ignore[no-untyped-def]
 
     def answer(request: RecordedRequest) -> FakeResponse:
         requests = request.json()["requests"]
-        return FakeResponse.json({"embeddings": [{"values": vector_for(r["content"]["parts"][0]["text"], size)} for r in requests]})
+        return FakeResponse.json(
+            {
+                "embeddings": [
+                    {"values": vector_for(r["content"]["parts"][0]["text"], size)} for r in requests
+                ]
+            }
+        )
 
     return answer
 
@@ -29,7 +36,9 @@ def embedding_server():  # type: ignore[no-untyped-def]
         yield server
 
 
-async def test_documents_are_embedded_in_batches_in_order(embedding_server, wire, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_documents_are_embedded_in_batches_in_order(
+    embedding_server, wire, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("GEMINI_API_KEY", wire.key)
     embedder = GoogleEmbedder("gemini-embedding-001", dimensions=768, base_url=embedding_server.url)
     texts = [f"chunk {'x' * i}" for i in range(150)]
@@ -69,7 +78,9 @@ async def test_queries_use_the_query_task_type(embedding_server, wire, monkeypat
     assert embedder.name == "google/text-embedding-004"
 
 
-async def test_unknown_model_learns_its_dimensions_from_the_first_answer(embedding_server, wire, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_unknown_model_learns_its_dimensions_from_the_first_answer(
+    embedding_server, wire, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("GEMINI_API_KEY", wire.key)
     embedder = GoogleEmbedder("gemini-embedding-exp", base_url=embedding_server.url)
     assert embedder.dimensions is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from tether.config import ProviderConfig
 from tether.errors import (
     AuthenticationError,
@@ -26,7 +27,9 @@ from tether_google import GoogleProvider
 
 
 async def call(provider: GoogleProvider, model: str = "gemini-2.5-flash") -> None:
-    request = ModelRequest(model=model, messages=[Message.user("Hi")], capabilities=provider.capabilities(model))
+    request = ModelRequest(
+        model=model, messages=[Message.user("Hi")], capabilities=provider.capabilities(model)
+    )
     async for _ in provider.stream(request):
         pass
 
@@ -41,12 +44,36 @@ async def provider(provider_config):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("code", "status", "message", "expected", "retryable"),
     [
-        (403, "PERMISSION_DENIED", "Permission denied on resource project demo.", PermissionDeniedError, False),
-        (404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta.", InvalidRequestError, False),
+        (
+            403,
+            "PERMISSION_DENIED",
+            "Permission denied on resource project demo.",
+            PermissionDeniedError,
+            False,
+        ),
+        (
+            404,
+            "NOT_FOUND",
+            "models/gemini-9 is not found for API version v1beta.",
+            InvalidRequestError,
+            False,
+        ),
         (400, "INVALID_ARGUMENT", "Invalid JSON payload received.", InvalidRequestError, False),
         (500, "INTERNAL", "An internal error has occurred.", ServerError, True),
-        (503, "UNAVAILABLE", "The model is overloaded. Please try again later.", OverloadedError, True),
-        (504, "DEADLINE_EXCEEDED", "Deadline expired before operation could complete.", ProviderTimeoutError, True),
+        (
+            503,
+            "UNAVAILABLE",
+            "The model is overloaded. Please try again later.",
+            OverloadedError,
+            True,
+        ),
+        (
+            504,
+            "DEADLINE_EXCEEDED",
+            "Deadline expired before operation could complete.",
+            ProviderTimeoutError,
+            True,
+        ),
         (
             400,
             "INVALID_ARGUMENT",
@@ -56,7 +83,9 @@ async def provider(provider_config):  # type: ignore[no-untyped-def]
         ),
     ],
 )
-async def test_http_errors_map_to_the_tether_tree(provider, server, wire, code, status, message, expected, retryable):  # type: ignore[no-untyped-def]
+async def test_http_errors_map_to_the_tether_tree(
+    provider, server, wire, code, status, message, expected, retryable
+):  # type: ignore[no-untyped-def]
     server.queue(wire.error(code, status, message))
     with pytest.raises(expected) as caught:
         await call(provider)
@@ -70,13 +99,17 @@ async def test_http_errors_map_to_the_tether_tree(provider, server, wire, code, 
 
 
 async def test_model_not_found_points_at_the_catalogue(provider, server, wire):  # type: ignore[no-untyped-def]
-    server.queue(wire.error(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta."))
+    server.queue(
+        wire.error(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta.")
+    )
     with pytest.raises(InvalidRequestError, match="tether models"):
         await call(provider, model="gemini-9")
 
 
 async def test_retry_after_ms_header(provider, server, wire):  # type: ignore[no-untyped-def]
-    server.queue(wire.error(429, "RESOURCE_EXHAUSTED", "Slow down.", headers={"retry-after-ms": "1500"}))
+    server.queue(
+        wire.error(429, "RESOURCE_EXHAUSTED", "Slow down.", headers={"retry-after-ms": "1500"})
+    )
     with pytest.raises(RateLimitError) as caught:
         await call(provider)
     assert caught.value.retry_after == 1.5
@@ -98,14 +131,21 @@ async def test_rate_limit_without_a_hint_leaves_the_delay_to_the_runner(provider
 
 
 async def test_forbidden_unregistered_caller_is_authentication(provider, server, wire):  # type: ignore[no-untyped-def]
-    detail = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_SERVICE_BLOCKED"}
+    detail = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "API_KEY_SERVICE_BLOCKED",
+    }
     server.queue(wire.error(403, "PERMISSION_DENIED", "Requests to this API are blocked.", detail))
     with pytest.raises(AuthenticationError, match="GEMINI_API_KEY"):
         await call(provider)
 
 
 async def test_a_gateway_html_error_page_is_still_a_tether_error(provider, server):  # type: ignore[no-untyped-def]
-    server.queue(FakeResponse(status=502, headers={"content-type": "text/html"}, body=b"<html>Bad Gateway</html>"))
+    server.queue(
+        FakeResponse(
+            status=502, headers={"content-type": "text/html"}, body=b"<html>Bad Gateway</html>"
+        )
+    )
     with pytest.raises(ServerError) as caught:
         await call(provider)
     assert caught.value.status_code == 502
@@ -138,7 +178,9 @@ async def test_a_server_that_stops_answering_times_out(wire):  # type: ignore[no
         return wire.reply("too late")
 
     with FakeServer(stall) as server:
-        provider = GoogleProvider(ProviderConfig(api_key=wire.key, base_url=server.url, timeout=0.2))
+        provider = GoogleProvider(
+            ProviderConfig(api_key=wire.key, base_url=server.url, timeout=0.2)
+        )
         try:
             with pytest.raises(ProviderTimeoutError) as caught:
                 await call(provider)

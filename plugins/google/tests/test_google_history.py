@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+
 from tether.messages import (
     ImageBlock,
     Message,
@@ -29,9 +30,13 @@ async def provider(provider_config):  # type: ignore[no-untyped-def]
     await google.aclose()
 
 
-async def send(provider: GoogleProvider, server, wire, messages: list[Message], model: str = "gemini-2.5-flash"):  # type: ignore[no-untyped-def]
+async def send(
+    provider: GoogleProvider, server, wire, messages: list[Message], model: str = "gemini-2.5-flash"
+):  # type: ignore[no-untyped-def]
     server.queue(wire.reply("ok"))
-    request = ModelRequest(model=model, messages=messages, capabilities=provider.capabilities(model))
+    request = ModelRequest(
+        model=model, messages=messages, capabilities=provider.capabilities(model)
+    )
     events = [e async for e in provider.stream(request)]
     assert isinstance(events[-1], ModelResponse)
     return wire.contents_of(server.requests[-1])
@@ -45,22 +50,36 @@ def foreign_history() -> list[Message]:
         Message(
             role="assistant",
             content=[
-                ThinkingBlock(text="I should take a screenshot first.", signature="EqQBCkYIBxgCKkD+anthropic/sig=="),
+                ThinkingBlock(
+                    text="I should take a screenshot first.",
+                    signature="EqQBCkYIBxgCKkD+anthropic/sig==",
+                ),
                 ThinkingBlock(redacted=True, data="EmwKAhgBEgy3opaque"),
                 TextBlock(text="Taking a screenshot."),
-                ToolCallBlock(id="toolu_01A09q90qw90lq917835lq9", name="screenshot", arguments={"url": "/dash"}),
+                ToolCallBlock(
+                    id="toolu_01A09q90qw90lq917835lq9",
+                    name="screenshot",
+                    arguments={"url": "/dash"},
+                ),
             ],
             meta=MessageMeta(model="anthropic/claude-sonnet-4-5"),
         ),
         Message.tool(
-            [ToolResultBlock(call_id="toolu_01A09q90qw90lq917835lq9", content=[TextBlock(text="Captured."), PNG])]
+            [
+                ToolResultBlock(
+                    call_id="toolu_01A09q90qw90lq917835lq9",
+                    content=[TextBlock(text="Captured."), PNG],
+                )
+            ]
         ),
         Message(
             role="assistant",
             content=[
                 ThinkingBlock(text="Need the logs too.", signature="rs_68af2c1e"),
                 ToolCallBlock(id="call_Zx81", name="read_logs", arguments={"lines": 20}),
-                ToolCallBlock(id="call_Zx82", name="read_logs", arguments={"lines": 5, "level": "error"}),
+                ToolCallBlock(
+                    id="call_Zx82", name="read_logs", arguments={"lines": 5, "level": "error"}
+                ),
             ],
             meta=MessageMeta(model="openai/gpt-5"),
         ),
@@ -81,7 +100,12 @@ async def test_own_turns_are_replayed_part_for_part_with_signatures(provider, se
             ThinkingBlock(text="Plan: call the tool.", signature=thought_sig),
             TextBlock.model_validate({"text": "Calling.", "thought_signature": text_sig}),
             ToolCallBlock.model_validate(
-                {"id": "call_x_0", "name": "lookup", "arguments": {"q": "é"}, "thought_signature": call_sig}
+                {
+                    "id": "call_x_0",
+                    "name": "lookup",
+                    "arguments": {"q": "é"},
+                    "thought_signature": call_sig,
+                }
             ),
         ],
         meta=MessageMeta(model="google/gemini-2.5-flash"),
@@ -90,7 +114,11 @@ async def test_own_turns_are_replayed_part_for_part_with_signatures(provider, se
         provider,
         server,
         wire,
-        [Message.user("Look it up"), own, Message.tool([ToolResultBlock(call_id="call_x_0", content="found")])],
+        [
+            Message.user("Look it up"),
+            own,
+            Message.tool([ToolResultBlock(call_id="call_x_0", content="found")]),
+        ],
     )
     thought_part, text_part, call_part = contents[1]["parts"]
     assert thought_part["text"] == "Plan: call the tool." and thought_part["thought"] is True
@@ -99,7 +127,10 @@ async def test_own_turns_are_replayed_part_for_part_with_signatures(provider, se
     assert wire.same_bytes(text_part["thoughtSignature"], text_sig)
     assert call_part["functionCall"] == {"name": "lookup", "args": {"q": "é"}}
     assert wire.same_bytes(call_part["thoughtSignature"], call_sig)
-    assert contents[2] == {"role": "user", "parts": [{"functionResponse": {"name": "lookup", "response": {"output": "found"}}}]}
+    assert contents[2] == {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "lookup", "response": {"output": "found"}}}],
+    }
 
 
 async def test_signatures_are_not_sent_to_a_different_gemini_model(provider, server, wire):  # type: ignore[no-untyped-def]
@@ -146,7 +177,9 @@ async def test_foreign_history_is_downgraded_and_answered_by_name(provider, serv
     assert "anthropic/sig" not in str(contents) and "EmwKAhgBEgy3opaque" not in str(contents)
 
 
-async def test_foreign_calls_get_the_documented_placeholder_signature_on_gemini_3(provider, server, wire):  # type: ignore[no-untyped-def]
+async def test_foreign_calls_get_the_documented_placeholder_signature_on_gemini_3(
+    provider, server, wire
+):  # type: ignore[no-untyped-def]
     contents = await send(provider, server, wire, foreign_history(), model="gemini-3-pro-preview")
 
     claude_calls = [p for p in contents[1]["parts"] if "functionCall" in p]
@@ -165,14 +198,25 @@ async def test_foreign_calls_get_the_documented_placeholder_signature_on_gemini_
 async def test_gemini_issued_call_ids_are_echoed_on_call_and_response(provider, server, wire):  # type: ignore[no-untyped-def]
     own = Message(
         role="assistant",
-        content=[ToolCallBlock.model_validate({"id": "fc_9", "name": "lookup", "arguments": {}, "gemini_id": "fc_9"})],
+        content=[
+            ToolCallBlock.model_validate(
+                {"id": "fc_9", "name": "lookup", "arguments": {}, "gemini_id": "fc_9"}
+            )
+        ],
         meta=MessageMeta(model="google/gemini-2.5-flash"),
     )
     contents = await send(
-        provider, server, wire, [Message.user("Q"), own, Message.tool([ToolResultBlock(call_id="fc_9", content="x")])]
+        provider,
+        server,
+        wire,
+        [Message.user("Q"), own, Message.tool([ToolResultBlock(call_id="fc_9", content="x")])],
     )
     assert contents[1]["parts"][0]["functionCall"] == {"name": "lookup", "args": {}, "id": "fc_9"}
-    assert contents[2]["parts"][0]["functionResponse"] == {"name": "lookup", "id": "fc_9", "response": {"output": "x"}}
+    assert contents[2]["parts"][0]["functionResponse"] == {
+        "name": "lookup",
+        "id": "fc_9",
+        "response": {"output": "x"},
+    }
 
 
 async def test_user_images_and_system_messages(provider, server, wire):  # type: ignore[no-untyped-def]
@@ -182,13 +226,17 @@ async def test_user_images_and_system_messages(provider, server, wire):  # type:
         system="Describe images.",
         messages=[
             Message.system("Answer in English."),
-            Message.user("What is this?", PNG, ImageBlock(url="gs://bucket/cat.jpg", mime_type="image/jpeg")),
+            Message.user(
+                "What is this?", PNG, ImageBlock(url="gs://bucket/cat.jpg", mime_type="image/jpeg")
+            ),
         ],
         capabilities=provider.capabilities("gemini-2.5-flash"),
     )
     [e async for e in provider.stream(request)]
     payload = server.requests[-1].json()
-    assert payload["systemInstruction"]["parts"] == [{"text": "Describe images.\n\nAnswer in English."}]
+    assert payload["systemInstruction"]["parts"] == [
+        {"text": "Describe images.\n\nAnswer in English."}
+    ]
     text_part, inline, by_uri = payload["contents"][0]["parts"]
     assert text_part == {"text": "What is this?"}
     assert wire.field(wire.field(inline, "inlineData"), "mimeType") == "image/png"

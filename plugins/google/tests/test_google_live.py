@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 import tether
 from tether import Agent
 from tether.config import Config, ProviderConfig
@@ -17,7 +18,9 @@ MODEL = os.environ.get("TETHER_GOOGLE_LIVE_MODEL", "gemini-2.5-flash")
 
 pytestmark = [
     pytest.mark.live,
-    pytest.mark.skipif(not LIVE_KEY, reason="set GEMINI_API_KEY or GOOGLE_API_KEY to run live Gemini tests"),
+    pytest.mark.skipif(
+        not LIVE_KEY, reason="set GEMINI_API_KEY or GOOGLE_API_KEY to run live Gemini tests"
+    ),
 ]
 
 
@@ -50,7 +53,9 @@ async def test_live_tool_loop_with_thinking_replays_signatures() -> None:
         thinking=ThinkingConfig(budget_tokens=1024),
     )
     try:
-        result = await agent.run("Use the tool to get the weather in Lisbon and in Porto, then compare them.")
+        result = await agent.run(
+            "Use the tool to get the weather in Lisbon and in Porto, then compare them."
+        )
     finally:
         await agent.aclose()
     assert result.ok, result.error

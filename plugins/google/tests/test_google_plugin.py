@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from tether.config import ProviderConfig
 from tether.errors import AuthenticationError
 from tether.messages import Message
@@ -45,7 +46,9 @@ def test_catalogue_lists_current_models_with_pricing_and_honours_overrides() -> 
         )
     )
     ids = [m.id for m in provider.catalogue()]
-    assert {"gemini-2.5-pro", "gemini-2.5-flash", "gemini-3-pro-preview", "gemini-exp-1206"} <= set(ids)
+    assert {"gemini-2.5-pro", "gemini-2.5-flash", "gemini-3-pro-preview", "gemini-exp-1206"} <= set(
+        ids
+    )
     flash = provider.capabilities("gemini-2.5-flash")
     assert flash.pricing is not None and flash.pricing.cache_read is not None
     assert flash.thinking and flash.vision
@@ -135,7 +138,9 @@ async def test_validate_auth_without_a_key(server) -> None:  # type: ignore[no-u
 async def test_validate_auth_checks_the_key_with_one_request(server, wire) -> None:  # type: ignore[no-untyped-def]
     detail = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
     server.queue(
-        wire.error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", detail),
+        wire.error(
+            400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", detail
+        ),
         models_page(),
     )
     provider = GoogleProvider(ProviderConfig(api_key=wire.key, base_url=server.url))
@@ -147,4 +152,3 @@ async def test_validate_auth_checks_the_key_with_one_request(server, wire) -> No
         await provider.aclose()
     assert [r.method for r in server.requests] == ["GET", "GET"]
     assert "/models" in server.requests[0].path
-

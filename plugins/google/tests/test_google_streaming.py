@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from tether.errors import ProviderConnectionError, ProviderError
 from tether.events import TextDelta, ThinkingDelta
 from tether.messages import Message, StopReason, TextBlock, ThinkingBlock, ToolCallBlock
@@ -36,7 +37,9 @@ def request(provider: GoogleProvider, prompt: str = "Hi", **kwargs: object) -> M
     )
 
 
-async def collect(provider: GoogleProvider, req: ModelRequest) -> tuple[list[object], ModelResponse]:
+async def collect(
+    provider: GoogleProvider, req: ModelRequest
+) -> tuple[list[object], ModelResponse]:
     events = [event async for event in provider.stream(req)]
     assert isinstance(events[-1], ModelResponse)
     return events[:-1], events[-1]
@@ -61,7 +64,9 @@ async def test_text_streams_as_deltas_and_assembles_one_message(provider, server
             ),
         )
     )
-    deltas, response = await collect(provider, request(provider, system="Be brief.", max_output_tokens=256, temperature=0.2))
+    deltas, response = await collect(
+        provider, request(provider, system="Be brief.", max_output_tokens=256, temperature=0.2)
+    )
 
     assert deltas == [TextDelta("Hello"), TextDelta(", wor"), TextDelta("ld!")]
     assert response.message.role == "assistant"
@@ -108,7 +113,12 @@ async def test_each_delta_is_yielded_before_the_next_chunk_is_sent(provider, ser
 
 async def test_function_call_with_arguments_split_inside_strings_and_utf8(provider, server, wire):  # type: ignore[no-untyped-def]
     args = {"city": "São Paulo — 東京", "note": 'say "hi"', "days": 3}
-    response_bytes = b"".join(FakeResponse.sse([(None, wire.chunk(wire.function_call("get_weather", args), finish="STOP"))]).chunks or [])
+    response_bytes = b"".join(
+        FakeResponse.sse(
+            [(None, wire.chunk(wire.function_call("get_weather", args), finish="STOP"))]
+        ).chunks
+        or []
+    )
     inside_multibyte = response_bytes.index("東".encode()) + 1
     inside_string = response_bytes.index(b"Paulo") + 2
     inside_escape = response_bytes.index(b'\\"hi') + 1
@@ -166,7 +176,9 @@ async def test_thought_parts_stream_as_thinking_with_their_signature(provider, s
             wire.chunk(wire.text("Hello!"), finish="STOP", usage_metadata=wire.usage(thoughts=120)),
         )
     )
-    deltas, response = await collect(provider, request(provider, thinking=ThinkingConfig(budget_tokens=2048)))
+    deltas, response = await collect(
+        provider, request(provider, thinking=ThinkingConfig(budget_tokens=2048))
+    )
 
     assert deltas == [
         ThinkingDelta("**Planning**\nThe user wants"),
@@ -211,7 +223,9 @@ async def test_max_tokens_stop(provider, server, wire):  # type: ignore[no-untyp
     assert response.message.text == "This answer is cut"
 
 
-@pytest.mark.parametrize("reason", ["SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII"])
+@pytest.mark.parametrize(
+    "reason", ["SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII"]
+)
 async def test_safety_finish_reasons_are_refusals(provider, server, wire, reason):  # type: ignore[no-untyped-def]
     server.queue(wire.stream(wire.chunk(finish=reason)))
     _, response = await collect(provider, request(provider))
@@ -236,7 +250,9 @@ async def test_blocked_prompt_is_a_refusal(provider, server, wire):  # type: ign
     assert response.usage.input_tokens == 9
 
 
-async def test_a_stream_that_ends_without_a_finish_reason_is_a_dropped_connection(provider, server, wire):  # type: ignore[no-untyped-def]
+async def test_a_stream_that_ends_without_a_finish_reason_is_a_dropped_connection(
+    provider, server, wire
+):  # type: ignore[no-untyped-def]
     server.queue(wire.stream(wire.chunk(wire.text("Half an ans"))))
     with pytest.raises(ProviderConnectionError) as caught:
         await collect(provider, request(provider))
@@ -245,7 +261,12 @@ async def test_a_stream_that_ends_without_a_finish_reason_is_a_dropped_connectio
 
 async def test_malformed_function_call_is_retryable(provider, server, wire):  # type: ignore[no-untyped-def]
     server.queue(
-        wire.stream(wire.chunk(finish="MALFORMED_FUNCTION_CALL", finish_message="Malformed function call: get_weather(city=)"))
+        wire.stream(
+            wire.chunk(
+                finish="MALFORMED_FUNCTION_CALL",
+                finish_message="Malformed function call: get_weather(city=)",
+            )
+        )
     )
     with pytest.raises(ProviderError) as caught:
         await collect(provider, request(provider, tools=[WEATHER]))
@@ -254,7 +275,9 @@ async def test_malformed_function_call_is_retryable(provider, server, wire):  # 
 
 
 async def test_tool_calls_arrive_as_tool_call_blocks(provider, server, wire):  # type: ignore[no-untyped-def]
-    server.queue(wire.stream(wire.chunk(wire.function_call("get_weather", {"city": "Lima"}), finish="STOP")))
+    server.queue(
+        wire.stream(wire.chunk(wire.function_call("get_weather", {"city": "Lima"}), finish="STOP"))
+    )
     _, response = await collect(provider, request(provider, tools=[WEATHER]))
     [block] = response.message.content
     assert isinstance(block, ToolCallBlock)

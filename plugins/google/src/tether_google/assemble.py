@@ -79,7 +79,8 @@ def map_usage(metadata: Any) -> Usage:
         return Usage()
     thoughts = metadata.thoughts_token_count or 0
     return Usage(
-        input_tokens=(metadata.prompt_token_count or 0) + (metadata.tool_use_prompt_token_count or 0),
+        input_tokens=(metadata.prompt_token_count or 0)
+        + (metadata.tool_use_prompt_token_count or 0),
         output_tokens=(metadata.candidates_token_count or 0) + thoughts,
         cache_read_tokens=metadata.cached_content_token_count or 0,
         reasoning_tokens=thoughts,
@@ -152,7 +153,9 @@ class StreamAssembler:
         if raw_signature:
             self._close()
             signature = encode_signature(raw_signature)
-            self._blocks.append(ThinkingBlock.model_validate({"text": "", "signature": signature, "bare": True}))
+            self._blocks.append(
+                ThinkingBlock.model_validate({"text": "", "signature": signature, "bare": True})
+            )
             return ThinkingDelta("", signature)
         return None
 
@@ -185,7 +188,9 @@ class StreamAssembler:
         if kind == _THOUGHT:
             self._blocks.append(ThinkingBlock(text=text, signature=signature))
         elif signature is not None:
-            self._blocks.append(TextBlock.model_validate({"text": text, "thought_signature": signature}))
+            self._blocks.append(
+                TextBlock.model_validate({"text": text, "thought_signature": signature})
+            )
         elif text:
             self._blocks.append(TextBlock(text=text))
         self._kind = 0

@@ -55,7 +55,9 @@ def key_hint(config: ProviderConfig) -> str:
     """Which variable to set, for error messages (never the key itself)."""
     if config.api_key_env:
         return f"Set the {config.api_key_env} environment variable (named by [providers.google] api_key_env)"
-    return f"Set {KEY_VARIABLES[0]} (or {KEY_VARIABLES[1]}) to a Gemini API key from Google AI Studio"
+    return (
+        f"Set {KEY_VARIABLES[0]} (or {KEY_VARIABLES[1]}) to a Gemini API key from Google AI Studio"
+    )
 
 
 def missing_key_error(config: ProviderConfig) -> AuthenticationError:

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from google.genai import types
+
 from tether.errors import ConfigError
 from tether.messages import (
     ImageBlock,
@@ -60,13 +61,17 @@ def _decode(signature: str | None) -> bytes | None:
     if not signature:
         return None
     try:
-        return base64.b64decode(signature, altchars=b"-_" if ("-" in signature or "_" in signature) else None)
+        return base64.b64decode(
+            signature, altchars=b"-_" if ("-" in signature or "_" in signature) else None
+        )
     except (binascii.Error, ValueError):
         return None
 
 
 # -- contents -----------------------------------------------------------------------------------
-def build_contents(request: ModelRequest, provider: str = "google") -> tuple[list[types.Content], str]:
+def build_contents(
+    request: ModelRequest, provider: str = "google"
+) -> tuple[list[types.Content], str]:
     """The ``contents`` of the request, and system text found in ``system`` messages
     (which should not occur in ``request.messages``; kept rather than lost)."""
     own_model = f"{provider}/{request.model}"
@@ -113,7 +118,9 @@ def _user_parts(message: Message) -> list[types.Part]:
 
 def _image_part(block: ImageBlock) -> types.Part:
     if block.data is not None:
-        return types.Part(inline_data=types.Blob(mime_type=block.mime_type, data=base64.b64decode(block.data)))
+        return types.Part(
+            inline_data=types.Blob(mime_type=block.mime_type, data=base64.b64decode(block.data))
+        )
     return types.Part(file_data=types.FileData(file_uri=block.url, mime_type=block.mime_type))
 
 
@@ -160,14 +167,18 @@ def _tool_contents(
     if not inline_images:
         moved, followup = rehome_images(results)
         results = moved
-    parts = [types.Part(function_response=_function_response(r, calls.get(r.call_id))) for r in results]
+    parts = [
+        types.Part(function_response=_function_response(r, calls.get(r.call_id))) for r in results
+    ]
     contents = [types.Content(role="user", parts=parts)] if parts else []
     if followup is not None:
         contents.append(types.Content(role="user", parts=_user_parts(followup)))
     return contents
 
 
-def _function_response(result: ToolResultBlock, call: ToolCallBlock | None) -> types.FunctionResponse:
+def _function_response(
+    result: ToolResultBlock, call: ToolCallBlock | None
+) -> types.FunctionResponse:
     key = "error" if result.is_error else "output"
     media: list[types.FunctionResponsePart] = []
     if not isinstance(result.content, str):
@@ -184,7 +195,9 @@ def _function_response(result: ToolResultBlock, call: ToolCallBlock | None) -> t
 
 def _function_response_media(block: ImageBlock) -> types.FunctionResponsePart:
     if block.data is not None:
-        blob = types.FunctionResponseBlob(mime_type=block.mime_type, data=base64.b64decode(block.data))
+        blob = types.FunctionResponseBlob(
+            mime_type=block.mime_type, data=base64.b64decode(block.data)
+        )
         return types.FunctionResponsePart(inline_data=blob)
     data = types.FunctionResponseFileData(file_uri=block.url, mime_type=block.mime_type)
     return types.FunctionResponsePart(file_data=data)
@@ -241,5 +254,7 @@ def _thinking_config(thinking: ThinkingConfig) -> types.ThinkingConfig:
             raise ConfigError(
                 f'Gemini has no thinking effort "{thinking.effort}". Use one of: {", ".join(_LEVELS)}.'
             )
-        return types.ThinkingConfig(include_thoughts=True, thinking_level=types.ThinkingLevel(effort.upper()))
+        return types.ThinkingConfig(
+            include_thoughts=True, thinking_level=types.ThinkingLevel(effort.upper())
+        )
     return types.ThinkingConfig(include_thoughts=True, thinking_budget=thinking.budget_tokens)

@@ -71,7 +71,12 @@ class GoogleEmbedder:
         self._output_dimensionality = dimensions
         self._batch_size = batch_size
         self._config = ProviderConfig.model_validate(
-            {"api_key": api_key, "api_key_env": api_key_env, "base_url": base_url, "timeout": timeout}
+            {
+                "api_key": api_key,
+                "api_key_env": api_key_env,
+                "base_url": base_url,
+                "timeout": timeout,
+            }
         )
         self._http_client = http_client
         self._owns_http_client = http_client is None
@@ -91,7 +96,10 @@ class GoogleEmbedder:
 
                 self._http_client = httpx.AsyncClient(timeout=timeout)
             self._client = build_client(
-                api_key, base_url=self._config.base_url, timeout=timeout, http_client=self._http_client
+                api_key,
+                base_url=self._config.base_url,
+                timeout=timeout,
+                http_client=self._http_client,
             )
         return self._client
 
@@ -111,9 +119,13 @@ class GoogleEmbedder:
         from google.genai import types
 
         client = self._sdk()
-        config = types.EmbedContentConfig(task_type=task_type, output_dimensionality=self._output_dimensionality)
+        config = types.EmbedContentConfig(
+            task_type=task_type, output_dimensionality=self._output_dimensionality
+        )
         try:
-            response: Any = await client.aio.models.embed_content(model=self.model, contents=texts, config=config)
+            response: Any = await client.aio.models.embed_content(
+                model=self.model, contents=texts, config=config
+            )
         except Exception as exc:
             error = translate_error(exc, self._config, self.model)
             raise MemoryBackendError(f"Embedding with {self.name} failed: {error}") from exc

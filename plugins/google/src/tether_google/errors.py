@@ -55,7 +55,9 @@ _BAD_KEY_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED", "API
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)s\s*$")
 
 
-def translate_error(exc: BaseException, config: ProviderConfig, model: str | None = None) -> ProviderError:
+def translate_error(
+    exc: BaseException, config: ProviderConfig, model: str | None = None
+) -> ProviderError:
     """The tether error for ``exc`` (raise it ``from exc``). Unknown exceptions become a
     non-retryable ``ProviderError`` that names their type, so nothing vendor-specific leaks."""
     import httpx
@@ -154,7 +156,9 @@ def _retry_after(exc: Any, error: Mapping[str, Any]) -> float | None:
     """Seconds from the ``google.rpc.RetryInfo`` detail (``"37s"``), else from the
     ``retry-after`` (seconds) or ``retry-after-ms`` headers."""
     for detail in _details(error):
-        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith(
+            "google.rpc.RetryInfo"
+        ):
             match = _DURATION.match(str(detail.get("retryDelay", "")))
             if match:
                 return float(match.group(1))

@@ -44,7 +44,9 @@ class GoogleProvider(BaseProvider):
     models = MODELS
     default_capabilities = DEFAULT_CAPABILITIES
 
-    def __init__(self, config: ProviderConfig | None = None, *, http_client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, config: ProviderConfig | None = None, *, http_client: httpx.AsyncClient | None = None
+    ) -> None:
         self._config = config if config is not None else ProviderConfig()
         super().__init__(model_overrides=self._config.models)
         self._api_key = resolve_api_key(self._config)
