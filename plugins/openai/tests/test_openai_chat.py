@@ -701,3 +701,11 @@ def test_tools_definition_shape() -> None:
             },
         }
     ]
+
+
+async def test_an_image_without_data_or_url_is_an_invalid_request(fake_server: FakeServer) -> None:
+    from tether.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match="neither `data` nor `url`"):
+        await collect(provider_for(fake_server), request(Message.user("Look", ImageBlock())))
+    assert fake_server.requests == []

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
-from tether.errors import ConfigError, TetherError
+from tether.errors import ConfigError, InvalidRequestError, TetherError
 from tether.provider import BaseProvider, ModelCapabilities, ModelRequest, ProviderEvent
 
 from .chat_request import chat_params
@@ -91,19 +91,28 @@ class OpenAIProvider(BaseProvider):
         model_string = f"{self.name}/{request.model}"
         errors = self._connection.errors
         client = self._get_client()
-        assembler: ChatAssembler | ResponsesAssembler
+        responses = self.api_for(request.model, request.settings) == "responses"
         try:
-            if self.api_for(request.model, request.settings) == "responses":
-                assembler = ResponsesAssembler(model_string, errors)
-                params = responses_params(
+            params = (
+                responses_params(
                     request, model_string=model_string, reasoning_summary=self._summary
                 )
+                if responses
+                else chat_params(
+                    request, model_string=model_string, openai_features=self.profile.openai_features
+                )
+            )
+        except ValueError as exc:
+            raise InvalidRequestError(
+                f"The history cannot be sent to {self.profile.label}: {exc}", provider=self.name
+            ) from exc
+        assembler: ChatAssembler | ResponsesAssembler
+        try:
+            if responses:
+                assembler = ResponsesAssembler(model_string, errors)
                 sdk_stream: Any = await client.responses.create(**params)
             else:
                 assembler = ChatAssembler(model_string, self.profile.label)
-                params = chat_params(
-                    request, model_string=model_string, openai_features=self.profile.openai_features
-                )
                 sdk_stream = await client.chat.completions.create(**params)
             try:
                 feed = assembler.feed
