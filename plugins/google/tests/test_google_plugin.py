@@ -135,7 +135,16 @@ async def test_validate_auth_without_a_key(server) -> None:  # type: ignore[no-u
     assert "GEMINI_API_KEY" in str(caught.value) and "GOOGLE_API_KEY" in str(caught.value)
 
 
-async def test_validate_auth_checks_the_key_with_one_request(server, wire) -> None:  # type: ignore[no-untyped-def]
+async def test_validate_auth_sends_nothing_when_a_key_is_set(server, wire) -> None:  # type: ignore[no-untyped-def]
+    provider = GoogleProvider(ProviderConfig(api_key=wire.key, base_url=server.url))
+    try:
+        await provider.validate_auth()
+    finally:
+        await provider.aclose()
+    assert server.requests == []
+
+
+async def test_verify_key_asks_the_api_with_one_request(server, wire) -> None:  # type: ignore[no-untyped-def]
     detail = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
     server.queue(
         wire.error(
@@ -146,9 +155,72 @@ async def test_validate_auth_checks_the_key_with_one_request(server, wire) -> No
     provider = GoogleProvider(ProviderConfig(api_key=wire.key, base_url=server.url))
     try:
         with pytest.raises(AuthenticationError, match="rejected the API key"):
-            await provider.validate_auth()
-        await provider.validate_auth()
+            await provider.verify_key()
+        await provider.verify_key()
     finally:
         await provider.aclose()
     assert [r.method for r in server.requests] == ["GET", "GET"]
     assert "/models" in server.requests[0].path
+
+
+def cli(tmp_path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    """Run the real ``tether`` command with no configuration file and only this plugin."""
+    import os
+    import shutil
+
+    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
+    assert tether_cli is not None
+    (tmp_path / "tether.toml").write_text("")
+    full_env = {
+        **{k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")},
+        "TETHER_PLUGINS_ALLOW": "google",
+        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
+        "TETHER_DATA_DIR": str(tmp_path / "data"),
+        **env,
+    }
+    full_env.pop("TETHER_DISABLE_PLUGIN_AUTOLOAD", None)
+    return subprocess.run(
+        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=300
+    )
+
+
+def test_tether_run_works_from_the_cli_with_only_the_key_set(server, wire, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    server.queue(wire.reply("Hello from Gemini"))
+    out = cli(
+        tmp_path,
+        "run",
+        "-m",
+        "google/gemini-2.5-flash",
+        "--tools",
+        "",
+        "Say hello",
+        env={"GEMINI_API_KEY": wire.key, "GOOGLE_GEMINI_BASE_URL": server.url},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from Gemini"
+    [sent] = server.requests
+    assert sent.path.endswith("/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+    assert sent.json()["contents"] == [{"role": "user", "parts": [{"text": "Say hello"}]}]
+
+
+def test_tether_run_without_a_key_names_the_variables(server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = cli(
+        tmp_path,
+        "run",
+        "-m",
+        "gemini-2.5-flash",
+        "--tools",
+        "",
+        "Hi",
+        env={"GOOGLE_GEMINI_BASE_URL": server.url},
+    )
+    assert out.returncode != 0
+    assert "GEMINI_API_KEY" in out.stderr + out.stdout
+    assert server.requests == []
+
+
+def test_tether_models_lists_the_gemini_catalogue(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = cli(tmp_path, "models", env={})
+    assert out.returncode == 0, out.stderr
+    assert "gemini-2.5-flash" in out.stdout
+    assert "gemini-3-pro-preview" in out.stdout

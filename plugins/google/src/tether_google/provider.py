@@ -105,8 +105,17 @@ class GoogleProvider(BaseProvider):
         yield assembler.finish(model_string)
 
     async def validate_auth(self) -> None:
-        """Raise ``AuthenticationError`` when no key is set or the API rejects it (one
-        request listing a single model)."""
+        """Raise ``AuthenticationError`` naming the key variables when no key is set.
+
+        Sends nothing (the CLI calls this before every run): a key the API rejects fails
+        the first request at once, without retries, with the same error. :meth:`verify_key`
+        asks the API.
+        """
+        self._sdk()
+
+    async def verify_key(self) -> None:
+        """Ask the API whether the key is accepted (one ``GET models`` listing a single
+        model); raise ``AuthenticationError`` naming the key variables if it is not."""
         client = self._sdk()
         try:
             await client.aio.models.list(config={"page_size": 1})
