@@ -194,3 +194,40 @@ async def test_complete_calls_that_all_claim_index_zero_stay_separate(
         ("call_a", {"city": "Oslo"}),
         ("call_b", {"city": "Lima"}),
     ]
+
+
+async def test_a_compatible_server_on_the_responses_api_gets_no_openai_only_fields(
+    fake_server: FakeServer,
+) -> None:
+    from tether.messages import Message
+    from tether.provider import ModelRequest
+
+    done = {
+        "type": "response.completed",
+        "sequence_number": 1,
+        "response": {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1,
+            "status": "completed",
+            "model": "openai/gpt-oss-20b",
+            "output": [
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+                }
+            ],
+        },
+    }
+    fake_server.queue(FakeResponse.sse([("response.completed", done)]))
+    provider = agent("vllm/openai/gpt-oss-20b", fake_server, api="responses").provider()
+    request = ModelRequest(
+        model="openai/gpt-oss-20b", messages=[Message.user("x")], session_id="s1"
+    )
+    events = [e async for e in provider.stream(request)]
+    assert events[-1].message.text == "hi"
+    assert fake_server.requests[0].path == "/v1/responses"
+    assert "prompt_cache_key" not in fake_server.requests[0].json()

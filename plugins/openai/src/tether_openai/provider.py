@@ -95,7 +95,10 @@ class OpenAIProvider(BaseProvider):
         try:
             params = (
                 responses_params(
-                    request, model_string=model_string, reasoning_summary=self._summary
+                    request,
+                    model_string=model_string,
+                    reasoning_summary=self._summary,
+                    openai_features=self.profile.openai_features,
                 )
                 if responses
                 else chat_params(

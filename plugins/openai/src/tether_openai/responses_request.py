@@ -43,9 +43,15 @@ __all__ = ["responses_input", "responses_params"]
 
 
 def responses_params(
-    request: ModelRequest, *, model_string: str, reasoning_summary: str | None = "auto"
+    request: ModelRequest,
+    *,
+    model_string: str,
+    reasoning_summary: str | None = "auto",
+    openai_features: bool = True,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``client.responses.create`` (streaming, stateless)."""
+    """Keyword arguments for ``client.responses.create`` (streaming, stateless).
+
+    ``openai_features=False`` (a compatible server) leaves out ``prompt_cache_key``."""
     caps = request.capabilities
     params: dict[str, Any] = {
         "model": request.model,
@@ -61,7 +67,7 @@ def responses_params(
         params["max_output_tokens"] = request.max_output_tokens
     if request.temperature is not None and not caps.thinking:
         params["temperature"] = request.temperature
-    if request.session_id:
+    if request.session_id and openai_features:
         params["prompt_cache_key"] = cache_key(request.session_id)
     if caps.thinking:
         params["include"] = ["reasoning.encrypted_content"]
