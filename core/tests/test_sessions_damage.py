@@ -1,0 +1,233 @@
+"""Every kind of damage a crash (or a bug) can leave, and the history it repairs to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tether.messages import Message, MessageMeta, TextBlock, ToolCallBlock, ToolResultBlock
+from tether.sessions import JsonlSession, load_session_file, repair_messages
+from tether.sessions.repair import INTERRUPTED_ON_LOAD
+from tether.testing import assert_invariant
+
+HEADER = b'{"tether_session": 1, "id": "s1", "created_at": 1.0}\n'
+
+
+def user(text: str, id: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=text)], meta=MessageMeta(id=id))
+
+
+def asks(id: str, *call_ids: str) -> Message:
+    return Message(
+        role="assistant",
+        content=[TextBlock(text="on it"), *(ToolCallBlock(id=c, name="read", arguments={"c": c}) for c in call_ids)],
+        meta=MessageMeta(id=id),
+    )
+
+
+def answers(id: str, *call_ids: str) -> Message:
+    return Message.tool([ToolResultBlock(call_id=c, content=f"result {c}") for c in call_ids]).model_copy(
+        update={"meta": MessageMeta(id=id)}
+    )
+
+
+def shape(messages: list[Message] | tuple[Message, ...]) -> list[tuple[str, list[str]]]:
+    """Role and a compact view of each message: text, call ids, result ids (+error mark)."""
+    out = []
+    for m in messages:
+        items = []
+        for b in m.content:
+            if isinstance(b, TextBlock):
+                items.append(b.text)
+            elif isinstance(b, ToolCallBlock):
+                items.append(f"call:{b.id}")
+            elif isinstance(b, ToolResultBlock):
+                items.append(f"result:{b.call_id}{'!' if b.is_error else ''}")
+        out.append((m.role, items))
+    return out
+
+
+def lines(*messages: Message) -> bytes:
+    return b"".join(m.to_json().encode() + b"\n" for m in messages)
+
+
+def write(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    return path
+
+
+# -- file damage ------------------------------------------------------------------------------
+def test_empty_file_is_an_empty_session(tmp_path: Path) -> None:
+    loaded = load_session_file(write(tmp_path, b""))
+    assert loaded.messages == [] and not loaded.report
+
+
+def test_missing_file_is_an_empty_session(tmp_path: Path) -> None:
+    assert load_session_file(tmp_path / "nope.jsonl").messages == []
+
+
+def test_truncated_last_line_is_dropped(tmp_path: Path) -> None:
+    full = lines(user("one", "u1"), user("two", "u2"))
+    path = write(tmp_path, HEADER + full[:-25])  # the second line was cut mid-write
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["one"])]
+    assert loaded.report.counts() == {"unparseable_line": 1}
+    assert loaded.report.actions[0].line == 3
+
+
+def test_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER + lines(user("one", "u1"))[:-1])
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["one"])]
+    assert not loaded.clean  # the next append must not be glued to this line: rewrite first
+    with JsonlSession(path) as session:
+        session.append(user("two", "u2"))
+    assert shape(load_session_file(path).messages) == [("user", ["one"]), ("user", ["two"])]
+
+
+def test_torn_line_followed_by_a_message_on_the_same_line(tmp_path: Path) -> None:
+    torn = lines(user("lost", "u0"))[:30]
+    path = write(tmp_path, HEADER + torn + lines(user("kept", "u1")))
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["kept"])]
+    assert loaded.report.counts() == {"unparseable_line": 1}
+
+
+def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    good = lines(user("before", "u1"))
+    bad = lines(user("caf\u00e9", "u2")).replace("\u00e9".encode(), b"\xe9")  # latin-1 inside
+    garbage = b"\xff\xfe\x00garbage\x80\x81\n"
+    path = write(tmp_path, HEADER + good + bad + garbage + lines(user("after", "u3")))
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["before"]), ("user", ["caf\ufffd"]), ("user", ["after"])]
+    assert loaded.report.counts() == {"invalid_utf8": 1, "unparseable_line": 1}
+
+
+def test_byte_order_mark_and_missing_header(tmp_path: Path) -> None:
+    path = write(tmp_path, b"\xef\xbb\xbf" + lines(user("hi", "u1")))
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["hi"])]
+    assert loaded.report.counts() == {"bom": 1, "missing_header": 1}
+    with JsonlSession(path):
+        pass
+    data = path.read_bytes()
+    assert data.startswith(b'{"tether_session": 1')
+    assert not load_session_file(path).report
+
+
+def test_nul_padding_after_power_loss(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER + lines(user("hi", "u1")) + b"\x00" * 4096)
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["hi"])]
+
+
+def test_json_that_is_not_a_message(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER + b'{"hello": "world"}\n[1, 2]\n' + lines(user("hi", "u1")))
+    loaded = load_session_file(path)
+    assert shape(loaded.messages) == [("user", ["hi"])]
+    assert loaded.report.counts() == {"unparseable_line": 2}
+
+
+# -- history damage ---------------------------------------------------------------------------
+def test_call_without_result_gets_an_interrupted_error_result() -> None:
+    repaired, report = repair_messages([user("go", "u1"), asks("a1", "c1", "c2")])
+    assert shape(repaired) == [("user", ["go"]), ("assistant", ["on it", "call:c1", "call:c2"]), ("tool", ["result:c1!", "result:c2!"])]
+    assert repaired[2].tool_results[0].text == INTERRUPTED_ON_LOAD
+    assert report.counts() == {"interrupted_call": 2}
+
+
+def test_partial_results_are_completed_in_call_order() -> None:
+    repaired, report = repair_messages([asks("a1", "c1", "c2", "c3"), answers("t1", "c3", "c1")])
+    assert shape(repaired)[1] == ("tool", ["result:c1", "result:c2!", "result:c3"])
+    assert report.counts() == {"interrupted_call": 1, "moved_result": 1}
+    assert repaired[1].id == "t1"  # the tool message keeps its identity
+
+
+def test_results_are_moved_to_directly_after_their_call() -> None:
+    history = [asks("a1", "c1"), user("meanwhile", "u1"), answers("t1", "c1")]
+    repaired, report = repair_messages(history)
+    assert shape(repaired) == [("assistant", ["on it", "call:c1"]), ("tool", ["result:c1"]), ("user", ["meanwhile"])]
+    assert report.counts() == {"moved_result": 1}
+
+
+def test_results_without_a_call_are_dropped() -> None:
+    history = [user("hi", "u1"), answers("t1", "ghost"), asks("a1", "c1"), answers("t2", "c1", "other")]
+    repaired, report = repair_messages(history)
+    assert shape(repaired) == [("user", ["hi"]), ("assistant", ["on it", "call:c1"]), ("tool", ["result:c1"])]
+    assert report.counts() == {"orphan_result": 2}
+
+
+def test_duplicate_messages_are_kept_once() -> None:
+    message = user("hi", "u1")
+    repaired, report = repair_messages([message, message.model_copy(), asks("a1", "c1"), answers("t1", "c1"), answers("t1", "c1")])
+    assert shape(repaired) == [("user", ["hi"]), ("assistant", ["on it", "call:c1"]), ("tool", ["result:c1"])]
+    assert report.counts() == {"duplicate_message": 2}
+
+
+def test_different_messages_sharing_an_id_both_survive() -> None:
+    repaired, report = repair_messages([user("one", "same"), user("two", "same")])
+    assert shape(repaired) == [("user", ["one"]), ("user", ["two"])]
+    assert repaired[0].id == "same" and repaired[1].id != "same"
+    assert report.counts() == {"renamed_message_id": 1}
+
+
+def test_a_call_id_declared_twice_is_renamed_with_its_results() -> None:
+    history = [asks("a1", "c1"), answers("t1", "c1"), asks("a2", "c1"), answers("t2", "c1")]
+    repaired, report = repair_messages(history)
+    assert_invariant(repaired)
+    first, second = repaired[0].tool_calls[0].id, repaired[2].tool_calls[0].id
+    assert first == "c1" and second != "c1"
+    assert repaired[3].tool_results[0].call_id == second
+    assert repaired[3].tool_results[0].text == "result c1"
+    assert report.counts() == {"renamed_call_id": 1}
+
+
+def test_intact_history_is_returned_unchanged() -> None:
+    history = [user("go", "u1"), asks("a1", "c1", "c2"), answers("t1", "c1", "c2"), user("next", "u2")]
+    repaired, report = repair_messages(history)
+    assert not report and report.summary() == "nothing to repair"
+    assert all(a is b for a, b in zip(repaired, history, strict=True))
+
+
+def test_repair_is_idempotent_on_every_kind_of_damage() -> None:
+    message = user("hi", "u1")
+    history = [
+        message,
+        message,
+        answers("t0", "ghost"),
+        asks("a1", "c1", "c2"),
+        answers("t1", "c2"),
+        user("other", "u1"),
+        asks("a2", "c1"),
+        answers("t2", "c1"),
+        asks("a3", "c9"),
+    ]
+    once, first = repair_messages(history)
+    assert first
+    assert_invariant(once)
+    twice, second = repair_messages(once)
+    assert not second, second.actions
+    assert [m.model_dump() for m in twice] == [m.model_dump() for m in once]
+    # ... and through the file: loading a repaired file repairs nothing.
+    thrice, third = repair_messages([Message.from_json(m.to_json()) for m in once])
+    assert not third
+
+
+def test_repair_is_written_back_atomically_and_reported(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER + lines(user("go", "u1"), asks("a1", "c1")) + b'{"role": "tool", "con')
+    with JsonlSession(path) as session:
+        assert session.repair_report.counts() == {"unparseable_line": 1, "interrupted_call": 1}
+        assert session.id == "s1"
+    rows = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert rows[0] == {"tether_session": 1, "id": "s1", "created_at": 1.0}
+    assert [r["role"] for r in rows[1:]] == ["user", "assistant", "tool"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
+
+
+def test_read_only_load_does_not_write(tmp_path: Path) -> None:
+    data = HEADER + lines(asks("a1", "c1"))
+    path = write(tmp_path, data)
+    with JsonlSession(path, read_only=True) as session:
+        assert session.repair_report.counts() == {"interrupted_call": 1}
+    assert path.read_bytes() == data
