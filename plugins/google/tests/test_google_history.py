@@ -243,3 +243,13 @@ async def test_user_images_and_system_messages(provider, server, wire):  # type:
     file_data = wire.field(by_uri, "fileData")
     assert wire.field(file_data, "fileUri") == "gs://bucket/cat.jpg"
     assert wire.field(file_data, "mimeType") == "image/jpeg"
+
+
+async def test_undecodable_image_data_is_an_invalid_request(provider, server):  # type: ignore[no-untyped-def]
+    from tether.errors import InvalidRequestError
+
+    broken = Message.user("Look", ImageBlock(mime_type="image/png", data="not base64!!"))
+    request = ModelRequest(model="gemini-2.5-flash", messages=[broken])
+    with pytest.raises(InvalidRequestError, match="base64"):
+        [e async for e in provider.stream(request)]
+    assert server.requests == []

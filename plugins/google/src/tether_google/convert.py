@@ -119,7 +119,9 @@ def _user_parts(message: Message) -> list[types.Part]:
 def _image_part(block: ImageBlock) -> types.Part:
     if block.data is not None:
         return types.Part(
-            inline_data=types.Blob(mime_type=block.mime_type, data=base64.b64decode(block.data))
+            inline_data=types.Blob(
+                mime_type=block.mime_type, data=base64.b64decode(block.data, validate=True)
+            )
         )
     return types.Part(file_data=types.FileData(file_uri=block.url, mime_type=block.mime_type))
 
@@ -196,7 +198,7 @@ def _function_response(
 def _function_response_media(block: ImageBlock) -> types.FunctionResponsePart:
     if block.data is not None:
         blob = types.FunctionResponseBlob(
-            mime_type=block.mime_type, data=base64.b64decode(block.data)
+            mime_type=block.mime_type, data=base64.b64decode(block.data, validate=True)
         )
         return types.FunctionResponsePart(inline_data=blob)
     data = types.FunctionResponseFileData(file_uri=block.url, mime_type=block.mime_type)

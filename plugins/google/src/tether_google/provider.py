@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
+from tether.errors import InvalidRequestError
 from tether.provider import BaseProvider, ModelRequest, ProviderEvent
 
 from .assemble import StreamAssembler
@@ -76,8 +77,15 @@ class GoogleProvider(BaseProvider):
 
         model_string = f"{self.name}/{request.model}"
         client = self._sdk()
-        contents, extra_system = build_contents(request, self.name)
-        config = build_config(request, extra_system)
+        try:
+            contents, extra_system = build_contents(request, self.name)
+            config = build_config(request, extra_system)
+        except ValueError as exc:
+            raise InvalidRequestError(
+                f"The history cannot be sent to Gemini: {exc}. Check the message blocks "
+                f"(e.g. image data must be base64).",
+                provider=self.name,
+            ) from exc
         assembler = StreamAssembler(model_string)
         add_part = assembler.add_part
         chunks: Any = None
