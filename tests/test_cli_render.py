@@ -133,6 +133,31 @@ def test_plain_keeps_stdout_to_the_answer_and_activity_on_stderr() -> None:
     assert "\x1b[" not in err.getvalue()
 
 
+def test_a_tool_still_running_when_the_run_ends_is_shown_as_interrupted() -> None:
+    cancelled = result(outcome=Outcome.CANCELLED, tool_calls=1, tool_errors=1)
+    events: list[RunEvent] = [ToolStart("c9", "slow_search", {"q": "x"}), Done(cancelled)]
+    out, err = io.StringIO(), io.StringIO()
+    plain = PlainRenderer(out, err)
+    for event in events:
+        plain.event(event)
+    assert "[tool] slow_search interrupted" in err.getvalue().splitlines()[1]
+    rich_out, _ = rich_output(events)
+    assert "slow_search" in rich_out and ": interrupted" in rich_out
+
+
+def test_rich_moves_to_a_fresh_line_after_ctrl_c_is_echoed() -> None:
+    out = io.StringIO()
+    renderer = RichRenderer(
+        Console(file=out, force_terminal=True, width=80), Console(file=io.StringIO())
+    )
+    renderer.event(TextDelta("Half an ans"))
+    renderer.interrupted()
+    renderer.notice("Cancelled.")
+    assert (
+        out.getvalue().replace("\x1b[2m", "").replace("\x1b[0m", "") == "Half an ans\nCancelled.\n"
+    )
+
+
 def test_json_writes_one_parseable_object_per_event() -> None:
     out, err = io.StringIO(), io.StringIO()
     renderer = JsonRenderer(out, err)

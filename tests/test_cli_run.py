@@ -264,6 +264,7 @@ def test_ctrl_c_cancels_a_run_in_a_tool_and_exits_130() -> None:
     finally:
         proc.kill()
     assert proc.returncode == 130
+    assert "[tool] wait_forever interrupted" in err
     assert "1 tool call (1 failed)" in err
     assert "Cancelled." in err
     assert "Traceback" not in err

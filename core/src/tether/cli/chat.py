@@ -64,7 +64,7 @@ def converse(state: CliState, agent: Agent, session: JsonlSession, renderer: Ren
                 try:
                     line = read_line(PROMPT)
                 except KeyboardInterrupt:
-                    renderer.finish_line()
+                    renderer.interrupted()
                     renderer.notice("(Ctrl-D or /exit quits)")
                     continue
                 if line is None or line.strip() in EXIT_WORDS:
@@ -75,7 +75,7 @@ def converse(state: CliState, agent: Agent, session: JsonlSession, renderer: Ren
                     result = runner.run(stream_run(agent, line, renderer, session=session))
                     exit_status(result, renderer)
                 except KeyboardInterrupt:
-                    renderer.finish_line()
+                    renderer.interrupted()
                     renderer.notice("Cancelled.")
                 except TetherError as exc:
                     report_error(state, renderer, exc)

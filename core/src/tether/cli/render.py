@@ -69,6 +69,10 @@ class Renderer(Protocol):
         """End a partly written line of streamed text, if any."""
         ...
 
+    def interrupted(self) -> None:
+        """The user pressed Ctrl-C (a terminal has echoed ``^C`` on the current line)."""
+        ...
+
 
 def make_renderer(
     *, json_mode: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None
@@ -248,6 +252,9 @@ class JsonRenderer:
     def finish_line(self) -> None:
         return None
 
+    def interrupted(self) -> None:
+        return None
+
 
 # -- plain text -----------------------------------------------------------------------------
 class PlainRenderer:
@@ -258,6 +265,7 @@ class PlainRenderer:
         self.err = err
         self._open_line = False
         self._model: str | None = None
+        self._running: dict[str, str] = {}
 
     def _line(self, text: str) -> None:
         self.finish_line()
@@ -271,8 +279,10 @@ class PlainRenderer:
                 self.out.flush()
                 self._open_line = not event.text.endswith("\n")
         elif isinstance(event, ToolStart):
+            self._running[event.call_id] = event.name
             self._line(f"[tool] {event.name}({summarize_arguments(event.arguments)})")
         elif isinstance(event, ToolEnd):
+            self._running.pop(event.call_id, None)
             text = _first_line(_result_text(event.result))
             if event.is_error:
                 self._line(f"[tool] {event.name} failed: {text}")
@@ -290,6 +300,9 @@ class PlainRenderer:
         elif isinstance(event, TurnEnd):
             self._model = event.model
         elif isinstance(event, Done):
+            for name in self._running.values():
+                self._line(f"[tool] {name} interrupted")
+            self._running.clear()
             self._line(f"[usage] {usage_line(event.result, self._model)}")
 
     def notice(self, message: str) -> None:
@@ -304,6 +317,9 @@ class PlainRenderer:
             self.out.flush()
             self._open_line = False
 
+    def interrupted(self) -> None:
+        self.finish_line()
+
 
 # -- rich ------------------------------------------------------------------------------------
 class RichRenderer:
@@ -316,6 +332,7 @@ class RichRenderer:
         self._in_thinking = False
         self._streamed_text = False
         self._model: str | None = None
+        self._running: dict[str, str] = {}
 
     def _stream(self, text: str, style: str | None = None) -> None:
         if text:
@@ -340,6 +357,7 @@ class RichRenderer:
             self._stream(event.text, style="dim italic")
         elif isinstance(event, ToolStart):
             self._in_thinking = False
+            self._running[event.call_id] = event.name
             self._line(
                 Text.assemble(
                     ("⏺ ", "cyan"),
@@ -348,6 +366,7 @@ class RichRenderer:
                 )
             )
         elif isinstance(event, ToolEnd):
+            self._running.pop(event.call_id, None)
             text = _first_line(_result_text(event.result))
             if event.is_error:
                 self._line(
@@ -383,6 +402,11 @@ class RichRenderer:
             self._model = event.model
             self._streamed_text = False
         elif isinstance(event, Done):
+            for name in self._running.values():
+                self._line(
+                    Text.assemble(("  ✗ ", "bold red"), (name, "red"), (": interrupted", "red"))
+                )
+            self._running.clear()
             self._line(Text(usage_line(event.result, self._model), style="dim"))
 
     def notice(self, message: str) -> None:
@@ -400,3 +424,8 @@ class RichRenderer:
         if self._open_line:
             self.console.out("")
             self._open_line = False
+
+    def interrupted(self) -> None:
+        # The terminal echoed "^C" where the cursor was: continue on a fresh line.
+        self.console.out("")
+        self._open_line = False

@@ -133,7 +133,7 @@ async def stream_run(
     from ..events import Done
 
     token = CancelToken()
-    restore = _cancel_on_sigint(token)
+    restore = _cancel_on_sigint(token, renderer)
     result: RunResult | None = None
     try:
         async for event in agent.stream(prompt, session=session, cancel=token):
@@ -146,7 +146,7 @@ async def stream_run(
     return result
 
 
-def _cancel_on_sigint(token: Any) -> Any:
+def _cancel_on_sigint(token: Any, renderer: Renderer) -> Any:
     """Route the next SIGINT to ``token.cancel``; returns a function undoing it."""
     loop = asyncio.get_running_loop()
     try:
@@ -165,6 +165,7 @@ def _cancel_on_sigint(token: Any) -> Any:
 
     def on_sigint() -> None:
         token.cancel("interrupted with Ctrl-C")
+        renderer.interrupted()
         restore()
 
     try:
@@ -261,7 +262,7 @@ def run(
     try:
         status = asyncio.run(main())
     except KeyboardInterrupt:
-        renderer.finish_line()
+        renderer.interrupted()
         renderer.notice("Cancelled.")
         status = EXIT_CANCELLED
     click.get_current_context().exit(status)
