@@ -16,9 +16,11 @@ from tether.errors import (
     ProviderConnectionError,
     RateLimitError,
 )
-from tether.events import Compaction, Retry, TextDelta, ToolEnd
+from tether.events import Compaction, Retry, TextDelta, ThinkingDelta, ToolEnd
 from tether.messages import ImageBlock, Message, TextBlock
+from tether.provider import ThinkingConfig
 from tether.runner import RetryPolicy
+from tether.sessions import InMemorySession
 
 PNG = ImageBlock.from_bytes(b"\x89PNG\r\n\x1a\n-chart-", "image/png")
 
@@ -300,7 +302,7 @@ async def test_context_overflow_compacts_once_and_retries(config, server, wire):
         Message.user("old question " * 50),
         Message(role="assistant", content=[TextBlock(text="old answer")]),
     ]
-    session = tether.sessions.InMemorySession()
+    session = InMemorySession()
     for message in history:
         session.append(message)
     runner = agent(config, compaction=strategy)
@@ -337,3 +339,41 @@ async def test_tool_end_events_follow_the_function_calls(config, server, wire): 
     [end] = [e for e in events if isinstance(e, ToolEnd)]
     assert end.name == "get_weather"
     assert end.result.text == "Sunny in Nairobi, 24°C"
+
+
+async def test_thinking_turn_is_replayed_with_its_signatures_on_the_next_request(
+    config, server, wire
+):  # type: ignore[no-untyped-def]
+    thought_sig, call_sig = wire.sig("thinking"), wire.sig("first-call")
+    server.queue(
+        wire.stream(
+            wire.chunk(wire.thought("The user wants Lima's weather; call the tool.", thought_sig)),
+            wire.chunk(
+                wire.function_call("get_weather", {"city": "Lima"}, call_sig),
+                finish="STOP",
+                usage_metadata=wire.usage(thoughts=64),
+            ),
+        ),
+        wire.reply("Sunny in Lima."),
+    )
+    events = await run_events(
+        agent(config, tools=[get_weather], thinking=ThinkingConfig(budget_tokens=512)),
+        "Lima?",
+    )
+    thinking = [e for e in events if isinstance(e, ThinkingDelta)]
+    assert [t.text for t in thinking] == ["The user wants Lima's weather; call the tool."]
+    assert thinking[0].signature == thought_sig
+    result = events[-1].result  # type: ignore[attr-defined]
+    assert result.usage.reasoning_tokens == 64
+
+    first, second = (r.json() for r in server.requests)
+    assert (
+        wire.field(wire.field(first["generationConfig"], "thinkingConfig"), "includeThoughts")
+        is True
+    )
+    thought_part, call_part = second["contents"][1]["parts"]
+    assert thought_part["thought"] is True
+    assert thought_part["text"] == "The user wants Lima's weather; call the tool."
+    assert wire.same_bytes(thought_part["thoughtSignature"], thought_sig)
+    assert call_part["functionCall"] == {"name": "get_weather", "args": {"city": "Lima"}}
+    assert wire.same_bytes(call_part["thoughtSignature"], call_sig)
