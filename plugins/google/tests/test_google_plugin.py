@@ -30,10 +30,14 @@ def test_entry_point_registers_the_provider_and_the_embedder() -> None:
     assert not [e for e in plugins.errors if "google" in str(e)]
 
 
-def test_importing_the_plugin_loads_no_sdk() -> None:
-    code = "import sys, tether_google.plugin, tether_google; print('google.genai' in sys.modules)"
+def test_importing_the_plugin_and_listing_models_loads_no_sdk() -> None:
+    code = (
+        "import sys, tether_google.plugin as p; from tether.config import ProviderConfig; "
+        "p.create_provider(ProviderConfig()).catalogue(); p.create_embedder(); "
+        "print('google.genai' in sys.modules, 'httpx' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
 def test_catalogue_lists_current_models_with_pricing_and_honours_overrides() -> None:
