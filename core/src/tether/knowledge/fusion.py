@@ -4,7 +4,8 @@ Each ranking contributes ``weight / (k + rank)`` (rank 1-based) to every chunk i
 contains; a chunk's fused score is the sum over rankings. Scores from BM25 and from
 cosine similarity are not comparable, ranks are, which is why RRF needs no calibration.
 Chunks are identified by (document, start line): when a ranking holds the same key twice
-(say, a document indexed twice), only its best rank counts. Results under ``min_score``
+(say, a document indexed twice), only its best rank counts and the duplicate takes no
+rank from the chunks after it. Results under ``min_score``
 are dropped and the best ``k`` returned, highest score first; ties keep keyword order.
 """
 
@@ -66,11 +67,12 @@ def fuse(
         ((keyword, keyword_weight), (vector, vector_weight))
     ):
         seen: set[tuple[str, int]] = set()
-        for rank, chunk in enumerate(ranking, start=1):
+        for chunk in ranking:
             key = chunk.key
             if key in seen:
                 continue
             seen.add(key)
+            rank = len(seen)
             scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
             chunks.setdefault(key, chunk)
             ranks.setdefault(key, [None, None])[position] = rank
