@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = sorted([ROOT / "README.md", *DOCS.glob("*.md")])
+PAGES = sorted([ROOT / "README.md", *DOCS.rglob("*.md")])
 TUTORIAL = DOCS / "writing-a-tool-plugin.md"
 TETHER = Path(sys.executable).with_name("tether")
 
@@ -79,7 +79,7 @@ SNIPPET_PAGES = [
 ]
 
 
-@pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_python_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
@@ -135,7 +135,7 @@ TOML_PAGES = [
 ]
 
 
-@pytest.mark.parametrize("page", TOML_PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", TOML_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_documented_tether_toml_snippets_are_valid(page: Path) -> None:
     import tomllib
 
@@ -253,7 +253,7 @@ print(provider.requests[2].messages[-1].tool_results[0].text)
 
 
 # -- links --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_point_at_existing_files(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     for match in _LINK.finditer(text):
