@@ -33,11 +33,69 @@ from tether.knowledge.knowledge_base import KnowledgeBase
 
 DIM = 384
 CHUNKS_PER_DOC = 50
-STOP = (
-    "the of and to a in is that for it as was with be by on not he this are or his from at "
-    "which but have an they you were her she there been one all we their"
-).split()
-SYLLABLES = "ka lo mi ter an ro sen vi da pol tion er in mar cu sta ble ing ex pre".split()
+STOP = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "they",
+    "you",
+    "were",
+    "her",
+    "she",
+    "there",
+    "been",
+    "one",
+    "all",
+    "we",
+    "their",
+]
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ter",
+    "an",
+    "ro",
+    "sen",
+    "vi",
+    "da",
+    "pol",
+    "tion",
+    "er",
+    "in",
+    "mar",
+    "cu",
+    "sta",
+    "ble",
+    "ing",
+    "ex",
+    "pre",
+]
 
 
 def corpus(n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
@@ -58,7 +116,9 @@ def corpus(n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
     return texts, vectors
 
 
-def queries(texts: Sequence[str], vectors: np.ndarray, count: int, seed: int = 1) -> list[tuple[str, np.ndarray]]:
+def queries(
+    texts: Sequence[str], vectors: np.ndarray, count: int, seed: int = 1
+) -> list[tuple[str, np.ndarray]]:
     r = random.Random(seed)
     rng = np.random.default_rng(seed)
     out = []
@@ -92,19 +152,17 @@ def pct(samples: list[float]) -> tuple[float, float]:
     )
 
 
-def timed(fn: Callable[[], Any], items: int) -> list[float]:
+def timed(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[float]:
     out = []
-    for _ in range(items):
+    for item in items:
         start = time.perf_counter()
-        fn()
+        fn(item)
         out.append(time.perf_counter() - start)
     return out
 
 
 def row(name: str, build: float | None, lat: dict[str, tuple[float, float]]) -> None:
-    cells = " ".join(
-        f"{mode} {p50:7.2f}/{p95:7.2f}" for mode, (p50, p95) in lat.items()
-    )
+    cells = " ".join(f"{mode} {p50:7.2f}/{p95:7.2f}" for mode, (p50, p95) in lat.items())
     b = f"{build:8.1f}s" if build is not None else "        -"
     print(f"  {name:24} build {b}  p50/p95 ms: {cells}", flush=True)
 
@@ -123,10 +181,21 @@ def make_backend(name: str, directory: Path) -> Any:
     return ChromaBackend(directory / "chroma")
 
 
-async def bench_backend(name: str, texts: list[str], vectors: np.ndarray, qs: list[tuple[str, np.ndarray]], directory: Path, n_queries: int) -> Any:
+async def bench_backend(
+    name: str,
+    texts: list[str],
+    vectors: np.ndarray,
+    qs: list[tuple[str, np.ndarray]],
+    directory: Path,
+    n_queries: int,
+) -> Any:
     table = {t: v for t, v in zip(texts, vectors, strict=True)}
     table.update({q: v for q, v in qs})
-    kb = KnowledgeBase(make_backend(name, directory), TableEmbedder(table), chunker=Chunker(max_chars=10_000, max_lines=1, overlap_lines=0))
+    kb = KnowledgeBase(
+        make_backend(name, directory),
+        TableEmbedder(table),
+        chunker=Chunker(max_chars=10_000, max_lines=1, overlap_lines=0),
+    )
     start = time.perf_counter()
     for d in range(0, len(texts), CHUNKS_PER_DOC):
         await kb.add(f"doc{d // CHUNKS_PER_DOC}", "\n".join(texts[d : d + CHUNKS_PER_DOC]))
@@ -153,11 +222,13 @@ def bench_rank_bm25(texts: list[str], qs: list[tuple[str, np.ndarray]], n_querie
     start = time.perf_counter()
     bm25 = BM25Okapi([tok(t) for t in texts])
     build = time.perf_counter() - start
-    samples = timed(lambda it=iter(qs): np.argsort(-bm25.get_scores(tok(next(it)[0])))[:10], min(n_queries, len(qs)))
+    samples = timed(lambda q: np.argsort(-bm25.get_scores(tok(q[0])))[:10], qs[:n_queries])
     row("rank-bm25 alone", build, {"keyword": pct(samples)})
 
 
-def bench_fts5(texts: list[str], qs: list[tuple[str, np.ndarray]], directory: Path, n_queries: int) -> None:
+def bench_fts5(
+    texts: list[str], qs: list[tuple[str, np.ndarray]], directory: Path, n_queries: int
+) -> None:
     db = sqlite3.connect(directory / "fts5.sqlite3")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(text, tokenize='porter unicode61')")
     start = time.perf_counter()
@@ -165,30 +236,50 @@ def bench_fts5(texts: list[str], qs: list[tuple[str, np.ndarray]], directory: Pa
     db.commit()
     build = time.perf_counter() - start
 
-    def one(it: Any = iter(qs)) -> None:
-        match = " OR ".join(f'"{w}"' for w in next(it)[0].split())
-        db.execute("SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT 10", (match,)).fetchall()
+    def one(q: tuple[str, np.ndarray]) -> None:
+        match = " OR ".join(f'"{w}"' for w in q[0].split())
+        db.execute(
+            "SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT 10", (match,)
+        ).fetchall()
 
-    row("SQLite FTS5 alone", build, {"keyword": pct(timed(one, min(n_queries, len(qs))))})
+    row("SQLite FTS5 alone", build, {"keyword": pct(timed(one, qs[:n_queries]))})
     db.close()
 
 
-def bench_chromadb(texts: list[str], vectors: np.ndarray, qs: list[tuple[str, np.ndarray]], directory: Path, n_queries: int) -> None:
+def bench_chromadb(
+    texts: list[str],
+    vectors: np.ndarray,
+    qs: list[tuple[str, np.ndarray]],
+    directory: Path,
+    n_queries: int,
+) -> None:
     import chromadb
     from chromadb.config import Settings
 
-    client = chromadb.PersistentClient(path=str(directory / "chroma-alone"), settings=Settings(anonymized_telemetry=False))
-    col = client.create_collection("alone", embedding_function=None, configuration={"hnsw": {"space": "ip"}})
+    client = chromadb.PersistentClient(
+        path=str(directory / "chroma-alone"), settings=Settings(anonymized_telemetry=False)
+    )
+    col = client.create_collection(
+        "alone", embedding_function=None, configuration={"hnsw": {"space": "ip"}}
+    )
     batch = client.get_max_batch_size()
     start = time.perf_counter()
     for i in range(0, len(texts), batch):
-        col.add(ids=[str(j) for j in range(i, min(i + batch, len(texts)))], embeddings=vectors[i : i + batch], documents=texts[i : i + batch])
+        col.add(
+            ids=[str(j) for j in range(i, min(i + batch, len(texts)))],
+            embeddings=vectors[i : i + batch],
+            documents=texts[i : i + batch],
+        )
     build = time.perf_counter() - start
-    samples = timed(lambda it=iter(qs): col.query(query_embeddings=[next(it)[1].tolist()], n_results=10), min(n_queries, len(qs)))
+    samples = timed(
+        lambda q: col.query(query_embeddings=[q[1].tolist()], n_results=10), qs[:n_queries]
+    )
     row("chromadb alone", build, {"vector": pct(samples)})
 
 
-def vector_overlap(kb: KnowledgeBase, vectors: np.ndarray, qs: list[tuple[str, np.ndarray]]) -> float:
+def vector_overlap(
+    kb: KnowledgeBase, vectors: np.ndarray, qs: list[tuple[str, np.ndarray]]
+) -> float:
     backend: Any = kb.backend
     total = 0.0
     for _, q in qs[:100]:
@@ -208,7 +299,9 @@ async def main() -> None:
         texts, vectors = corpus(n)
         qs = queries(texts, vectors, args.queries)
         slow = max(20, args.queries // 10) if n > 20_000 else args.queries
-        print(f"{n} chunks, {args.queries} queries (rank-bm25 and memory: {slow}), k=10", flush=True)
+        print(
+            f"{n} chunks, {args.queries} queries (rank-bm25 and memory: {slow}), k=10", flush=True
+        )
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
             bench_rank_bm25(texts, qs, slow)
@@ -216,9 +309,14 @@ async def main() -> None:
             if "chroma" in args.backends:
                 bench_chromadb(texts, vectors, qs, directory, args.queries)
             for name in args.backends.split(","):
-                kb = await bench_backend(name, texts, vectors, qs, directory, slow if name == "memory" else args.queries)
+                kb = await bench_backend(
+                    name, texts, vectors, qs, directory, slow if name == "memory" else args.queries
+                )
                 if name == "sqlite":
-                    print(f"  sqlite vector top-10 overlap with exact search: {vector_overlap(kb, vectors, qs):.3f}", flush=True)
+                    print(
+                        f"  sqlite vector top-10 overlap with exact search: {vector_overlap(kb, vectors, qs):.3f}",
+                        flush=True,
+                    )
                 kb.close()
 
 

@@ -113,12 +113,17 @@ async def embed_all(name: str, corpus: dict[str, str], queries: dict[str, str]) 
         query_matrix = np.asarray(
             [await embedder.embed_query(q) for q in query_texts], dtype=np.float32
         )
-        print(f"embedded {len(texts)} documents and {len(query_texts)} queries with {name} "
-              f"in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        print(
+            f"embedded {len(texts)} documents and {len(query_texts)} queries with {name} "
+            f"in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
         np.save(docs_file, doc_matrix)
         np.save(queries_file, query_matrix)
     vectors = {t: v.tolist() for t, v in zip(texts, doc_matrix, strict=True)}
-    vectors.update({"query:" + t: v.tolist() for t, v in zip(query_texts, query_matrix, strict=True)})
+    vectors.update(
+        {"query:" + t: v.tolist() for t, v in zip(query_texts, query_matrix, strict=True)}
+    )
     return CachedEmbedder(name, vectors, int(doc_matrix.shape[1]))
 
 
@@ -145,7 +150,9 @@ def docs_of(chunks: Sequence[Any]) -> list[str]:
     return list(seen)
 
 
-async def rankings(kb: KnowledgeBase, queries: dict[str, str], qids: set[str], depth: int) -> dict[str, tuple[list[Chunk], list[Chunk]]]:
+async def rankings(
+    kb: KnowledgeBase, queries: dict[str, str], qids: set[str], depth: int
+) -> dict[str, tuple[list[Chunk], list[Chunk]]]:
     """Keyword and vector rankings per query, straight from the backend."""
     out = {}
     for qid in sorted(qids):
@@ -161,16 +168,26 @@ async def rankings(kb: KnowledgeBase, queries: dict[str, str], qids: set[str], d
     return out
 
 
-def fused_runs(ranks: dict[str, tuple[list[Chunk], list[Chunk]]], rrf_k: float, kw: float, vw: float) -> dict[str, list[str]]:
+def fused_runs(
+    ranks: dict[str, tuple[list[Chunk], list[Chunk]]], rrf_k: float, kw: float, vw: float
+) -> dict[str, list[str]]:
     return {
-        qid: [p.doc_id for p in fuse(k_list, v_list, k=100, rrf_k=rrf_k, keyword_weight=kw, vector_weight=vw)]
+        qid: [
+            p.doc_id
+            for p in fuse(k_list, v_list, k=100, rrf_k=rrf_k, keyword_weight=kw, vector_weight=vw)
+        ]
         for qid, (k_list, v_list) in ranks.items()
     }
 
 
-def tune(ranks: dict[str, tuple[list[Chunk], list[Chunk]]], judged: dict[str, set[str]]) -> tuple[float, float, float]:
+def tune(
+    ranks: dict[str, tuple[list[Chunk], list[Chunk]]], judged: dict[str, set[str]]
+) -> tuple[float, float, float]:
     best = (-1.0, 60.0, 1.0)
-    for rrf_k, kw in itertools.product((5, 10, 20, 30, 45, 60, 80, 100, 150), (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0)):
+    for rrf_k, kw in itertools.product(
+        (5, 10, 20, 30, 45, 60, 80, 100, 150),
+        (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0),
+    ):
         ndcg, _ = evaluate(fused_runs(ranks, rrf_k, kw, 1.0), judged)
         if ndcg > best[0]:
             best = (ndcg, rrf_k, kw)
@@ -179,8 +196,15 @@ def tune(ranks: dict[str, tuple[list[Chunk], list[Chunk]]], judged: dict[str, se
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", nargs="?", default=os.environ.get("SCIFACT_DIR"), help="SciFact directory (or $SCIFACT_DIR)")
-    parser.add_argument("--embedder", default="local-minilm", help='registered embedder name, or "none"')
+    parser.add_argument(
+        "data",
+        nargs="?",
+        default=os.environ.get("SCIFACT_DIR"),
+        help="SciFact directory (or $SCIFACT_DIR)",
+    )
+    parser.add_argument(
+        "--embedder", default="local-minilm", help='registered embedder name, or "none"'
+    )
     parser.add_argument("--backends", default="memory,sqlite,chroma")
     args = parser.parse_args()
     if not args.data:
@@ -204,19 +228,37 @@ async def main() -> None:
             if tuned is None and embedder is not None:
                 train_ranks = await rankings(kb, queries, set(train), depth)
                 tuned = tune(train_ranks, train)
-                print(f"(tuned on train: rrf_k={tuned[1]:g}, keyword_weight={tuned[2]:g}, vector_weight=1; train nDCG@10 {tuned[0]:.4f})")
+                print(
+                    f"(tuned on train: rrf_k={tuned[1]:g}, keyword_weight={tuned[2]:g}, vector_weight=1; train nDCG@10 {tuned[0]:.4f})"
+                )
             rows = [("keywords", {q: docs_of(k)[:100] for q, (k, _) in test_ranks.items()})]
             if embedder is not None:
                 rows.append(("vectors", {q: docs_of(v)[:100] for q, (_, v) in test_ranks.items()}))
-                rows.append((f"hybrid default (k={kb.rrf_k:g},w={kb.keyword_weight:g})",
-                             fused_runs(test_ranks, kb.rrf_k, kb.keyword_weight, kb.vector_weight)))
+                rows.append(
+                    (
+                        f"hybrid default (k={kb.rrf_k:g},w={kb.keyword_weight:g})",
+                        fused_runs(test_ranks, kb.rrf_k, kb.keyword_weight, kb.vector_weight),
+                    )
+                )
                 rows.append(("hybrid RRF k=60 w=1", fused_runs(test_ranks, 60, 1.0, 1.0)))
                 assert tuned is not None
-                rows.append((f"hybrid tuned (k={tuned[1]:g},w={tuned[2]:g})", fused_runs(test_ranks, tuned[1], tuned[2], 1.0)))
+                rows.append(
+                    (
+                        f"hybrid tuned (k={tuned[1]:g},w={tuned[2]:g})",
+                        fused_runs(test_ranks, tuned[1], tuned[2], 1.0),
+                    )
+                )
                 # the full path, KnowledgeBase.search, must agree with the fused rankings
-                full = {q: [p.doc_id for p in await kb.search(queries[q], k=100)] for q in list(test)[:20]}
-                expected = fused_runs({q: test_ranks[q] for q in full}, kb.rrf_k, kb.keyword_weight, kb.vector_weight)
-                assert full == expected, "KnowledgeBase.search disagrees with the fused backend rankings"
+                full = {
+                    q: [p.doc_id for p in await kb.search(queries[q], k=100)]
+                    for q in list(test)[:20]
+                }
+                expected = fused_runs(
+                    {q: test_ranks[q] for q in full}, kb.rrf_k, kb.keyword_weight, kb.vector_weight
+                )
+                assert full == expected, (
+                    "KnowledgeBase.search disagrees with the fused backend rankings"
+                )
             for mode, runs in rows:
                 ndcg, recall = evaluate(runs, test)
                 print(f"{name:8} {mode:22} {ndcg:8.4f} {recall:7.4f}")

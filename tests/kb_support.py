@@ -70,7 +70,10 @@ def chroma_server(path: Path) -> Iterator[tuple[str, int]]:
             if process.poll() is not None:
                 raise RuntimeError("the chroma server exited during start-up")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
+                if (
+                    httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code
+                    == 200
+                ):
                     break
             except httpx.TransportError:
                 pass

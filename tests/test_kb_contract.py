@@ -22,7 +22,9 @@ def _support() -> Any:
 
     module = sys.modules.get("kb_support")
     if module is None:
-        spec = importlib.util.spec_from_file_location("kb_support", Path(__file__).with_name("kb_support.py"))
+        spec = importlib.util.spec_from_file_location(
+            "kb_support", Path(__file__).with_name("kb_support.py")
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules["kb_support"] = module
@@ -53,7 +55,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 @pytest.fixture
 def kb(backend: Any) -> KnowledgeBase:
-    return KnowledgeBase(backend, HashingEmbedder(), chunker=Chunker(max_chars=200, max_lines=4, overlap_lines=1))
+    return KnowledgeBase(
+        backend, HashingEmbedder(), chunker=Chunker(max_chars=200, max_lines=4, overlap_lines=1)
+    )
 
 
 RETRIES = """# Retries
@@ -89,7 +93,10 @@ async def test_documents_are_listed_with_their_chunk_counts(kb: KnowledgeBase) -
     await kb.add("a.md", RETRIES)
     docs = kb.documents()
     assert [d.doc_id for d in docs] == ["a.md", "b.md"]
-    assert all(d.chunks == len(kb.chunker.split(d.doc_id, RETRIES if d.doc_id == "a.md" else SESSIONS)) for d in docs)
+    assert all(
+        d.chunks == len(kb.chunker.split(d.doc_id, RETRIES if d.doc_id == "a.md" else SESSIONS))
+        for d in docs
+    )
     assert all(d.embedder == "hashing-64" for d in docs)
     assert kb.backend.get_document("missing.md") is None
 
@@ -152,7 +159,9 @@ async def test_removed_document_is_gone_from_both_indexes(kb: KnowledgeBase) -> 
     assert await kb.remove("retries.md") is False
     assert [d.doc_id for d in kb.documents()] == ["bread.md"]
     assert await kb.search("jitter", mode="keyword") == []
-    assert all(p.doc_id == "bread.md" for p in await kb.search("exponential jitter backoff", mode="vector"))
+    assert all(
+        p.doc_id == "bread.md" for p in await kb.search("exponential jitter backoff", mode="vector")
+    )
 
 
 async def test_keyword_only_documents_are_found_by_keywords_not_vectors(backend: Any) -> None:
@@ -170,7 +179,9 @@ async def test_keyword_only_documents_are_found_by_keywords_not_vectors(backend:
 async def test_many_documents_with_updates_and_deletions(kb: KnowledgeBase) -> None:
     # Interleaved additions, replacements and removals; every document says where it is.
     for i in range(60):
-        await kb.add(f"doc{i}.md", f"Document number{i} talks about topic{i % 7}.\nfiller line {i}\n")
+        await kb.add(
+            f"doc{i}.md", f"Document number{i} talks about topic{i % 7}.\nfiller line {i}\n"
+        )
     for i in range(0, 60, 3):
         await kb.remove(f"doc{i}.md")
     for i in range(1, 60, 3):
@@ -182,7 +193,9 @@ async def test_many_documents_with_updates_and_deletions(kb: KnowledgeBase) -> N
     hit = await kb.search("number5", k=1, mode="keyword")
     assert hit[0].doc_id == "doc5.md" and hit[0].text.startswith("Document")
     topic = await kb.search("topic3", k=100, mode="keyword")
-    assert {p.doc_id for p in topic} == {f"doc{i}.md" for i in range(60) if i % 3 == 2 and i % 7 == 3}
+    assert {p.doc_id for p in topic} == {
+        f"doc{i}.md" for i in range(60) if i % 3 == 2 and i % 7 == 3
+    }
 
 
 def test_put_document_needs_one_vector_per_chunk(backend: Any) -> None:

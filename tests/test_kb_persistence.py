@@ -64,7 +64,16 @@ def _support() -> Any:
 
 def _in_new_process(kind: str, directory: Path, *extra: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(SUPPORT), kind, str(directory), json.dumps(QUERIES), *extra],
+        [
+            sys.executable,
+            "-c",
+            SCRIPT,
+            str(SUPPORT),
+            kind,
+            str(directory),
+            json.dumps(QUERIES),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -88,7 +97,9 @@ async def test_reopened_in_a_new_process_finds_the_same_passages(kind: str, tmp_
     for doc_id, text in DOCS.items():
         await kb.add(doc_id, text)
     await kb.add("bread.md", DOCS["bread.md"] + "Serve warm.\n")  # a replaced document
-    expected = {q: [[p.reference, round(p.score, 9)] for p in await kb.search(q, k=3)] for q in QUERIES}
+    expected = {
+        q: [[p.reference, round(p.score, 9)] for p in await kb.search(q, k=3)] for q in QUERIES
+    }
     kb.close()
 
     seen = _in_new_process(kind, tmp_path)

@@ -91,7 +91,9 @@ def test_vector_index_binary_stage_keeps_the_exact_neighbours() -> None:
         index.add_many(list(range(3000)), data)
     overlap = 0
     for q in data[:50]:
-        overlap += len({s for s, _ in quantised.search(q, 10)} & {s for s, _ in exact.search(q, 10)})
+        overlap += len(
+            {s for s, _ in quantised.search(q, 10)} & {s for s, _ in exact.search(q, 10)}
+        )
     assert overlap / 500 > 0.9
     quantised.remove(0)
     assert 0 not in {s for s, _ in quantised.search(data[0], 10)}

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["kb"]
 
 #: Directories never descended into when indexing a directory.
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"})
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"}
+)
 #: Files larger than this are skipped (not documentation, usually data).
 MAX_FILE_BYTES = 5_000_000
 
@@ -108,7 +110,13 @@ def add(
 ) -> None:
     """Index files and directories (recursively; hidden and binary files are skipped)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from ..knowledge.knowledge_base import AddOutcome
 
@@ -154,7 +162,14 @@ def add(
 
 @kb.command()
 @click.argument("query")
-@click.option("-k", "count", default=5, show_default=True, type=click.IntRange(1, 100), help="Passages to show.")
+@click.option(
+    "-k",
+    "count",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Passages to show.",
+)
 @click.option(
     "--mode",
     type=click.Choice(["hybrid", "keyword", "vector"]),
@@ -217,7 +232,9 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
     """List indexed documents with their chunk counts."""
     from ..knowledge.knowledge_base import KnowledgeBase
 
-    knowledge = KnowledgeBase.open(state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None)
+    knowledge = KnowledgeBase.open(
+        state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None
+    )
     try:
         documents = knowledge.documents()
     finally:
@@ -226,7 +243,12 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
         if as_json:
             click.echo(
                 json.dumps(
-                    {"doc": doc.doc_id, "chunks": doc.chunks, "embedder": doc.embedder, "hash": doc.content_hash}
+                    {
+                        "doc": doc.doc_id,
+                        "chunks": doc.chunks,
+                        "embedder": doc.embedder,
+                        "hash": doc.content_hash,
+                    }
                 )
             )
         else:
@@ -244,7 +266,9 @@ def rm(state: CliState, docs: tuple[str, ...], backend: str | None) -> None:
     """Remove documents (by id as `kb list` shows it, or by path) from the index."""
     from ..knowledge.knowledge_base import KnowledgeBase
 
-    knowledge = KnowledgeBase.open(state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None)
+    knowledge = KnowledgeBase.open(
+        state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None
+    )
     missing = []
     try:
         for doc in docs:

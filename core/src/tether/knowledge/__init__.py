@@ -16,16 +16,47 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .backend import DocumentInfo, KnowledgeBackend
+    from .chunking import Chunk, Chunker
     from .embedders import Embedder, EmbedderFactory, available_embedders, load_embedder
+    from .fusion import Passage, fuse
+    from .knowledge_base import AddOutcome, KnowledgeBase
+    from .memory_backend import MemoryBackend
+    from .tool import kb_search_tool
 
 _LAZY = {
+    "AddOutcome": "knowledge_base",
+    "Chunk": "chunking",
+    "Chunker": "chunking",
+    "DocumentInfo": "backend",
     "Embedder": "embedders",
     "EmbedderFactory": "embedders",
+    "KnowledgeBackend": "backend",
+    "KnowledgeBase": "knowledge_base",
+    "MemoryBackend": "memory_backend",
+    "Passage": "fusion",
     "available_embedders": "embedders",
+    "fuse": "fusion",
+    "kb_search_tool": "tool",
     "load_embedder": "embedders",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "AddOutcome",
+    "Chunk",
+    "Chunker",
+    "DocumentInfo",
+    "Embedder",
+    "EmbedderFactory",
+    "KnowledgeBackend",
+    "KnowledgeBase",
+    "MemoryBackend",
+    "Passage",
+    "available_embedders",
+    "fuse",
+    "kb_search_tool",
+    "load_embedder",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -90,9 +90,7 @@ class KeywordIndex:
             self.terms = list(terms)
             self.vocabulary = {term: i for i, term in enumerate(self.terms)}
 
-    def add(
-        self, slot: int, term_ids: npt.NDArray[Any], counts: npt.NDArray[Any]
-    ) -> None:
+    def add(self, slot: int, term_ids: npt.NDArray[Any], counts: npt.NDArray[Any]) -> None:
         """Index chunk ``slot`` (replacing it if present) with its terms' ids and counts."""
         with self._lock:
             if slot in self._pos_of:
@@ -211,7 +209,11 @@ class KeywordIndex:
     def _maybe_rebuild(self) -> None:
         pending = len(self._slots) - self._main_upto
         main = max(self._main_upto, 1)
-        if self._stale or pending > max(2000, main // 10) or self._dead > max(1000, len(self._slots) // 4):
+        if (
+            self._stale
+            or pending > max(2000, main // 10)
+            or self._dead > max(1000, len(self._slots) // 4)
+        ):
             self._rebuild()
 
     def _rebuild(self) -> None:

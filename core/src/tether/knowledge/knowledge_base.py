@@ -187,7 +187,9 @@ class KnowledgeBase:
             return AddOutcome.UNCHANGED
         chunks = self.chunker.split(doc_id, text)
         vectors = await self._embed_chunks(chunks) if self.embedder is not None else None
-        info = DocumentInfo(doc_id, digest, len(chunks), embedder_name if vectors is not None else None)
+        info = DocumentInfo(
+            doc_id, digest, len(chunks), embedder_name if vectors is not None else None
+        )
         await asyncio.to_thread(self.backend.put_document, info, chunks, vectors)
         return AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
 
@@ -276,7 +278,9 @@ class KnowledgeBase:
         if self._checked or self.embedder is None:
             return
         documents = await asyncio.to_thread(self.backend.list_documents)
-        foreign = sorted({d.embedder for d in documents if d.embedder not in (None, self.embedder.name)}, key=str)
+        foreign = sorted(
+            {d.embedder for d in documents if d.embedder not in (None, self.embedder.name)}, key=str
+        )
         if foreign:
             raise MemoryBackendError(
                 f"This knowledge base was indexed with embedder {', '.join(map(str, foreign))} "
@@ -302,4 +306,5 @@ def _unit(vector: Sequence[float]) -> list[float]:
     norm = float(np.linalg.norm(array))
     if not np.isfinite(norm):
         raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
-    return (array / norm).tolist() if norm > 0 else array.tolist()
+    unit: list[float] = (array / norm).tolist() if norm > 0 else array.tolist()
+    return unit

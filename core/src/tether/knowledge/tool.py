@@ -83,9 +83,7 @@ class _ConfiguredKnowledgeBase:
 _configured = _ConfiguredKnowledgeBase()
 
 
-async def _configured_kb_search(
-    query: Query, ctx: ToolContext, k: Count | None = None
-) -> str:
+async def _configured_kb_search(query: Query, ctx: ToolContext, k: Count | None = None) -> str:
     """Search the knowledge base.
 
     Args:

@@ -112,9 +112,7 @@ class VectorIndex:
                 scores = np.where(self._alive[positions], scores, -np.inf)
             best = top_k(scores, self._slots[positions], min(limit, len(self)))
             best = best[np.isfinite(scores[best])]
-            return [
-                (int(self._slots[positions[i]]), float(scores[i])) for i in best.tolist()
-            ]
+            return [(int(self._slots[positions[i]]), float(scores[i])) for i in best.tolist()]
 
     def _code_candidates(self, q: _F32, count: int) -> npt.NDArray[np.intp]:
         n = self._size

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -341,5 +341,3 @@ def _errors(where: str) -> Iterator[None]:
             f"{where} failed: {exc}. Check that the server is running and reachable (or the "
             f"directory writable), then retry."
         ) from exc
-
-

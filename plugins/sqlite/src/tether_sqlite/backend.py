@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from tether.errors import MemoryBackendError
 from tether.knowledge.backend import DocumentInfo
 from tether.knowledge.chunking import Chunk
@@ -170,7 +171,9 @@ class SqliteBackend:
                 "SELECT id, term_ids, term_counts, vector FROM chunks"
             ):
                 slots.append(chunk_id)
-                encoded.append((np.frombuffer(ids, dtype=np.uint32), np.frombuffer(counts, dtype=np.uint16)))
+                encoded.append(
+                    (np.frombuffer(ids, dtype=np.uint32), np.frombuffer(counts, dtype=np.uint16))
+                )
                 if vector is not None:
                     vector_slots.append(chunk_id)
                     blobs.append(vector)
@@ -262,7 +265,9 @@ class SqliteBackend:
                         for i in range(self._persisted_terms, len(self._keywords.terms))
                     ],
                 )
-                for position, (chunk, (ids, counts)) in enumerate(zip(chunks, encoded, strict=True)):
+                for position, (chunk, (ids, counts)) in enumerate(
+                    zip(chunks, encoded, strict=True)
+                ):
                     cursor = self._db.execute(
                         "INSERT INTO chunks(doc_id, start_line, end_line, text, term_ids, "
                         "term_counts, vector) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -331,8 +336,7 @@ class SqliteBackend:
     # -- helpers -----------------------------------------------------------------------
     def _delete_rows(self, doc_id: str) -> list[int]:
         slots = [
-            row[0]
-            for row in self._db.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))
+            row[0] for row in self._db.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))
         ]
         self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
         self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
