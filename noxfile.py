@@ -84,8 +84,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict (configured in the root pyproject) over every src/ directory."""
-    for directory in source_dirs():
-        session.run("python", "-m", "mypy", directory)
+    session.run("python", "-m", "mypy", *source_dirs())
 
 
 @nox.session(venv_backend="none")
