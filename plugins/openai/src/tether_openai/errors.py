@@ -36,7 +36,7 @@ _OVERFLOW = re.compile(
     r"input is too long",
     re.IGNORECASE,
 )
-_KEYLIKE = re.compile(r"\b(?:sk|rk|or)-[A-Za-z0-9_\-*.]{4,}")
+_KEYLIKE = re.compile(r"\b(?:sk|rk)-[A-Za-z0-9_\-*.]{4,}")
 _REFUSAL_CODES = frozenset(
     {
         "bio_policy",
