@@ -15,7 +15,7 @@ from tether.events import Compaction, Retry, TextDelta, ToolStart
 from tether.messages import Message, Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.result import Outcome
-from tether.runner import RetryPolicy
+from tether.retry import RetryPolicy
 from tether.sessions import InMemorySession
 from tether.testing import (
     Reply,

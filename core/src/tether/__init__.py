@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .messages import Usage as Usage
     from .result import Outcome as Outcome
     from .result import RunResult as RunResult
-    from .runner import RetryPolicy as RetryPolicy
+    from .retry import RetryPolicy as RetryPolicy
     from .sessions import InMemorySession as InMemorySession
     from .sessions import JsonlSession as JsonlSession
     from .tools import Tool as Tool
@@ -46,7 +46,7 @@ _LAZY = {
     "Usage": "messages",
     "Outcome": "result",
     "RunResult": "result",
-    "RetryPolicy": "runner",
+    "RetryPolicy": "retry",
     "InMemorySession": "sessions",
     "JsonlSession": "sessions",
     "Tool": "tools",

@@ -18,7 +18,8 @@ from .plugins import PluginManager
 from .provider import Provider, ThinkingConfig
 from .resolve import ModelRef, parse_model_string
 from .result import RunResult
-from .runner import RetryPolicy, Run, RunSettings
+from .retry import RetryPolicy
+from .runner import Run, RunSettings
 from .sessions import InMemorySession, Session
 from .tools import Tool, Toolset, as_tool
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,40 +50,14 @@ from .provider import (
     ToolDefinition,
 )
 from .result import Outcome, RunResult
+from .retry import RetryPolicy
 from .sessions import Session
 from .tool_execution import INTERRUPTED, ToolExecutor, interrupted_result, rehome_images
 
 if TYPE_CHECKING:
     from .config import LimitsConfig
 
-__all__ = ["RetryPolicy", "Run"]
-
-
-@dataclass(slots=True)
-class RetryPolicy:
-    """How retryable provider errors are retried.
-
-    Delays grow exponentially from ``base_delay`` with full jitter, capped at
-    ``max_delay``. A provider's ``retry_after`` hint is honoured as given (it is the
-    provider telling us when it will accept the request) unless it exceeds
-    ``max_retry_after``, in which case the error is raised. ``sleep`` is injectable so
-    tests need not wait.
-    """
-
-    max_attempts: int = 6
-    base_delay: float = 1.0
-    max_delay: float = 30.0
-    max_retry_after: float = 120.0
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-    def delay(self, attempt: int, error: ProviderError) -> float | None:
-        """Seconds to wait before try ``attempt + 1``, or None to give up."""
-        if attempt >= self.max_attempts:
-            return None
-        retry_after = getattr(error, "retry_after", None)
-        if retry_after is not None:
-            return float(retry_after) if retry_after <= self.max_retry_after else None
-        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+__all__ = ["RetryPolicy", "Run", "RunSettings"]
 
 
 @dataclass(slots=True)
