@@ -44,7 +44,9 @@ def register_tools(tools: ToolRegistrar) -> None:
 @hookimpl
 def register_commands(commands: CommandRegistrar) -> None:
     from .cli.kb import kb
+    from .cli.memory import memory
     from .cli.sessions import sessions
 
     commands.add(kb)
+    commands.add(memory)
     commands.add(sessions)
