@@ -195,10 +195,11 @@ def test_models_shows_configured_aliases(tmp_path: Path) -> None:
 
 
 # -- commands from plugins, help, start-up ------------------------------------------------------------
-def test_a_command_registered_by_a_plugin_is_listed_and_runs() -> None:
-    help_text = invoke(*FAKE, "--help").stdout
-    assert "Commands from plugins" in help_text and "Say hello" in help_text
+def test_a_command_registered_by_a_plugin_runs_and_is_listed_by_tether_plugins() -> None:
     assert invoke(*FAKE, "hello").stdout == "hello from a plugin\n"
+    assert "Say hello" in invoke(*FAKE, "hello", "--help").stdout
+    report = json.loads(invoke(*FAKE, "plugins", "--json").stdout)
+    assert "hello" in [c["name"] for c in report["components"]["command"]]
 
 
 def test_help_lists_the_built_in_commands() -> None:
@@ -211,6 +212,22 @@ def test_an_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["frobnicate"])
     assert result.exit_code == 2
     assert "No such command 'frobnicate'" in result.stderr
+
+
+def test_help_loads_no_plugins_so_it_stays_fast() -> None:
+    code = (
+        "import sys\n"
+        "from tether.cli import cli\n"
+        "try:\n"
+        "    cli.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('tether.plugins', 'tether.agent', 'pydantic', 'rich')\n"
+        "print('loaded:', ','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "loaded: "
+    assert "tether plugins" in out.stdout
 
 
 def test_importing_the_cli_loads_no_heavy_modules() -> None:

@@ -202,16 +202,17 @@ class TetherGroup(click.Group):
         return self._plugin_commands(ctx).get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the built-in commands from their static summaries. Plugin commands are
+        not listed: finding them means loading every plugin, and ``tether --help`` must
+        stay fast. ``tether plugins`` lists them; each runs as ``tether NAME``."""
         rows = [(name, summary) for name, (_, _, summary) in BUILTIN_COMMANDS.items()]
-        plugin_rows = []
-        for name, command in sorted(self._plugin_commands(ctx).items()):
-            if name not in BUILTIN_COMMANDS and not command.hidden:
-                plugin_rows.append((name, command.get_short_help_str(limit=formatter.width)))
         with formatter.section("Commands"):
             formatter.write_dl(sorted(rows))
-        if plugin_rows:
-            with formatter.section("Commands from plugins"):
-                formatter.write_dl(plugin_rows)
+        formatter.write_paragraph()
+        formatter.write_text(
+            "Plugins add more commands: `tether plugins` lists them (under Commands), "
+            "and `tether NAME --help` describes one."
+        )
 
     def _plugin_commands(self, ctx: click.Context) -> dict[str, click.Command]:
         """Commands registered through ``register_commands`` (built lazily, cached)."""
