@@ -102,3 +102,14 @@ def test_api_keys_come_from_the_environment_and_are_not_printed(
     assert config.provider("raw").resolve_api_key("DEFAULT") == "sk-secret"
     assert "sk-secret" not in repr(config) and "sk-secret" not in config.model_dump_json()
     assert Config().provider("none").key_variable("NONE_API_KEY") == "NONE_API_KEY"
+
+
+def test_model_overrides_patch_capabilities_and_reject_unknown_keys() -> None:
+    from tether.provider import ModelCapabilities
+
+    caps = ModelCapabilities().updated({"context_window": 1000, "pricing": {"input": 1.0, "output": 2.0}})
+    assert caps.context_window == 1000 and caps.pricing is not None and caps.pricing.output == 2.0
+    with pytest.raises(ConfigError, match="Unknown model setting\\(s\\) context_windw"):
+        ModelCapabilities().updated({"context_windw": 5})
+    with pytest.raises(ConfigError, match="Invalid pricing"):
+        ModelCapabilities().updated({"pricing": {"inputs": 1.0}})

@@ -71,9 +71,23 @@ class ModelCapabilities:
 
     def updated(self, overrides: Mapping[str, Any]) -> ModelCapabilities:
         """A copy with ``overrides`` applied (e.g. from the ``[providers.X.models]`` config)."""
+        from .errors import ConfigError
+
         values = dict(overrides)
+        unknown = sorted(set(values) - set(self.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(
+                f"Unknown model setting(s) {', '.join(unknown)}. "
+                f"Valid: {', '.join(sorted(self.__dataclass_fields__))}."
+            )
         if isinstance(values.get("pricing"), Mapping):
-            values["pricing"] = Pricing(**values["pricing"])
+            try:
+                values["pricing"] = Pricing(**values["pricing"])
+            except TypeError as exc:
+                raise ConfigError(
+                    f"Invalid pricing {dict(values['pricing'])}: {exc}. "
+                    "Use input, output, cache_read, cache_write (dollars per million tokens)."
+                ) from None
         return replace(self, **values)
 
 
