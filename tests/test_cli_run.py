@@ -106,6 +106,20 @@ def test_a_missing_key_is_reported_with_the_variable_before_any_request() -> Non
     assert built and all(not provider.requests for provider in built)
 
 
+def test_json_mode_ends_with_an_error_object_when_the_run_cannot_start() -> None:
+    os.environ.pop("FAKE_MODEL_API_KEY")
+    result = invoke(*FAKE, "run", "-m", "fake-small", "--json", "hello")
+    assert result.exit_code == 1
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert last == {
+        "type": "error",
+        "message": "No API key for the fake provider. Set FAKE_MODEL_API_KEY.",
+    }
+    unknown = invoke("run", "-m", "nowhere/model", "--json", "hello")
+    assert json.loads(unknown.stdout.splitlines()[-1])["type"] == "error"
+    assert 'No provider named "nowhere"' in unknown.stderr
+
+
 def test_an_uninstalled_provider_says_what_to_install() -> None:
     result = invoke("run", "-m", "anthropic/claude-sonnet-4-5", "hello")
     assert result.exit_code == 1

@@ -244,9 +244,13 @@ def run(
 
     text = read_prompt(prompt)
     renderer = make_renderer(json_mode=json_mode)
-    agent = build_agent(
-        state, model=model, system=system, tools=parse_tool_names(tools), max_turns=max_turns
-    )
+    try:
+        agent = build_agent(
+            state, model=model, system=system, tools=parse_tool_names(tools), max_turns=max_turns
+        )
+    except TetherError as exc:  # shown by the renderer, so --json output ends with an error object
+        report_error(state, renderer, exc)
+        click.get_current_context().exit(1)
 
     async def main() -> int:
         try:
