@@ -204,7 +204,7 @@ def test_a_command_registered_by_a_plugin_runs_and_is_listed_by_tether_plugins()
 
 def test_help_lists_the_built_in_commands() -> None:
     result = invoke("--help")
-    for name in ("run", "chat", "plugins", "models"):
+    for name in ("run", "chat", "plugins", "models", "kb", "memory", "sessions"):
         assert f"  {name} " in result.stdout
 
 

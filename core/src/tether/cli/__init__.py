@@ -32,21 +32,19 @@ __all__ = ["CliState", "TetherCommandError", "cli", "fail", "main", "pass_state"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Built-in commands: name -> (module, attribute, one-line summary). The summary lets
-#: ``tether --help`` list them without importing their modules.
-BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("tether.cli.run", "run", "Run an agent on a prompt and stream what it does."),
-    "chat": (
-        "tether.cli.chat",
-        "chat",
-        "Talk with an agent in a named session that survives restarts.",
-    ),
-    "plugins": (
-        "tether.cli.plugins",
-        "plugins",
-        "List plugins, what they register, and load errors.",
-    ),
-    "models": ("tether.cli.models", "models", "List the models every installed provider knows."),
+#: Commands that ship with tether: name -> (module, attribute). Their modules import
+#: only click and the standard library at the top, so ``tether --help`` lists them (and
+#: ``tether NAME`` runs them) without loading any plugin. ``kb``, ``memory`` and
+#: ``sessions`` are also registered through the ``register_commands`` hook by
+#: :mod:`tether.builtins`, which is how ``tether plugins`` shows them.
+BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("tether.cli.run", "run"),
+    "chat": ("tether.cli.chat", "chat"),
+    "plugins": ("tether.cli.plugins", "plugins"),
+    "models": ("tether.cli.models", "models"),
+    "kb": ("tether.cli.kb", "kb"),
+    "memory": ("tether.cli.memory", "memory"),
+    "sessions": ("tether.cli.sessions", "sessions"),
 }
 
 
@@ -176,6 +174,12 @@ def quiet_plugin_warnings() -> None:
     _HANDLER.quiet_plugin_warnings = True
 
 
+def _builtin(name: str) -> click.Command:
+    module, attribute = BUILTIN_COMMANDS[name]
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    return command
+
+
 class TetherGroup(click.Group):
     """The root group: built-in commands imported on demand, plugin commands from hooks,
     and :class:`~tether.errors.TetherError` turned into a clean message."""
@@ -194,23 +198,23 @@ class TetherGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        builtin = BUILTIN_COMMANDS.get(cmd_name)
-        if builtin is not None:
-            module, attribute, _ = builtin
-            command: click.Command = getattr(importlib.import_module(module), attribute)
-            return command
+        if cmd_name in BUILTIN_COMMANDS:
+            return _builtin(cmd_name)
         return self._plugin_commands(ctx).get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """List the built-in commands from their static summaries. Plugin commands are
-        not listed: finding them means loading every plugin, and ``tether --help`` must
-        stay fast. ``tether plugins`` lists them; each runs as ``tether NAME``."""
-        rows = [(name, summary) for name, (_, _, summary) in BUILTIN_COMMANDS.items()]
+        """List the commands that ship with tether. Commands from other plugins are not
+        listed: finding them means loading every plugin, and ``tether --help`` must stay
+        fast. ``tether plugins`` lists them; each runs as ``tether NAME``."""
+        rows = [
+            (name, _builtin(name).get_short_help_str(limit=formatter.width - 6))
+            for name in BUILTIN_COMMANDS
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(sorted(rows))
         formatter.write_paragraph()
         formatter.write_text(
-            "Plugins add more commands: `tether plugins` lists them (under Commands), "
+            "Plugins can add more commands: `tether plugins` lists them (under Commands), "
             "and `tether NAME --help` describes one."
         )
 

@@ -152,9 +152,9 @@ def format_catalogue(report: dict[str, Any]) -> str:
 @click.option("--json", "json_mode", is_flag=True, help="Print the catalogues as one JSON object.")
 @pass_state
 def models(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
-    """List the models of every installed provider (or of the PROVIDERs named).
+    """List the models every installed provider knows.
 
-    Shows each model's context window, maximum output tokens, price in dollars per
+    With PROVIDER names, only those providers' models. Shows each model's context window, maximum output tokens, price in dollars per
     million tokens and capabilities. Use a model as "provider/model" with -m.
     """
     report = catalogue_report(state, providers)

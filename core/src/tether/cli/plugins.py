@@ -117,9 +117,10 @@ def format_report(report: dict[str, Any]) -> str:
 @click.option("--json", "json_mode", is_flag=True, help="Print the report as one JSON object.")
 @pass_state
 def plugins(state: CliState, json_mode: bool) -> None:
-    """List plugins: distributions, versions, hooks, what each registered, and failures.
+    """List plugins, what they register, and load errors.
 
-    A plugin that failed to import or whose hook raised is listed with its error; the
+    Shows each plugin's distribution, version and hooks, the components of every kind
+    (providers, tools, commands, ...) with the distribution that registered them. A plugin that failed to import or whose hook raised is listed with its error; the
     others are unaffected. Two plugins registering the same name are listed as a conflict
     naming both distributions.
     """
