@@ -1,10 +1,11 @@
 """The ``tether`` command line.
 
-``tether run``, ``tether chat``, ``tether plugins`` and ``tether models`` are built in;
-plugins add more through the ``register_commands`` hook. Importing this module is cheap:
-it imports click and nothing else of weight. A command's module is imported when the
-command runs (or when ``--help`` needs its summary), and the plugin manager is built the
-first time something asks for it, once per invocation.
+The commands that ship with tether are listed in :data:`BUILTIN_COMMANDS`; plugins add
+more through the ``register_commands`` hook. Importing this module is cheap: it imports
+click and nothing else of weight. A command's module is imported when the command runs
+(or when ``--help`` needs its summary), and the plugin manager is built the first time
+something asks for it (a command that needs providers or tools, or a command name that
+is not built in), once per invocation.
 
 Expected failures (any :class:`~tether.errors.TetherError`: bad configuration, a missing
 provider or credentials, a provider refusing a request) end the process with exit status
