@@ -105,7 +105,7 @@ class LimitsConfig(_Strict):
 
 
 class CompactionConfig(_Strict):
-    strategy: str = "none"
+    strategy: str = "summarize"
     threshold: float = Field(0.6, gt=0, le=1, description="Share of the context window.")
     settings: dict[str, Any] = Field(default_factory=dict)
 
