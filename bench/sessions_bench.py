@@ -28,11 +28,24 @@ def history(count: int) -> list[Message]:
     while len(messages) < count:
         n += 1
         messages.append(Message.user(f"Please look at module {n} and fix the failing test in it."))
-        call = ToolCallBlock(id=f"call_{n}", name="read_file", arguments={"path": f"src/pkg/module_{n}.py"})
-        messages.append(Message(role="assistant", content=[TextBlock(text="Let me read it."), call]))
-        body = "\n".join(f"def f{i}(x):\n    return x * {i}  # line {i} of module {n}" for i in range(n % 40 + 5))
+        call = ToolCallBlock(
+            id=f"call_{n}", name="read_file", arguments={"path": f"src/pkg/module_{n}.py"}
+        )
+        messages.append(
+            Message(role="assistant", content=[TextBlock(text="Let me read it."), call])
+        )
+        body = "\n".join(
+            f"def f{i}(x):\n    return x * {i}  # line {i} of module {n}" for i in range(n % 40 + 5)
+        )
         messages.append(Message.tool([ToolResultBlock(call_id=call.id, content=body)]))
-        messages.append(Message(role="assistant", content=[TextBlock(text=f"Module {n} is fixed: the off-by-one in f{n % 7} is gone.")]))
+        messages.append(
+            Message(
+                role="assistant",
+                content=[
+                    TextBlock(text=f"Module {n} is fixed: the off-by-one in f{n % 7} is gone.")
+                ],
+            )
+        )
     return messages[:count]
 
 
@@ -61,7 +74,13 @@ def bench_load(directory: Path, count: int) -> dict[str, float]:
 
     repeat = 5 if count <= 10_000 else 2
     ours, theirs = best(load, repeat), best(plain, repeat)
-    return {"messages": count, "mb": round(path.stat().st_size / 1e6, 1), "jsonl_session_s": round(ours, 3), "json_loads_s": round(theirs, 3), "ratio": round(ours / theirs, 2)}
+    return {
+        "messages": count,
+        "mb": round(path.stat().st_size / 1e6, 1),
+        "jsonl_session_s": round(ours, 3),
+        "json_loads_s": round(theirs, 3),
+        "ratio": round(ours / theirs, 2),
+    }
 
 
 def bench_append(directory: Path, durable: bool, count: int) -> dict[str, float]:
@@ -73,7 +92,11 @@ def bench_append(directory: Path, durable: bool, count: int) -> dict[str, float]
             session.append(message.model_copy())
             latencies.append(time.perf_counter() - start)
     latencies.sort()
-    return {"durable": durable, "median_us": round(statistics.median(latencies) * 1e6, 1), "p99_us": round(latencies[int(0.99 * len(latencies))] * 1e6, 1)}
+    return {
+        "durable": durable,
+        "median_us": round(statistics.median(latencies) * 1e6, 1),
+        "p99_us": round(latencies[int(0.99 * len(latencies))] * 1e6, 1),
+    }
 
 
 def main() -> None:

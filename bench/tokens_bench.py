@@ -48,7 +48,9 @@ def o200k() -> Any:
 
 
 def samples() -> dict[str, str]:
-    spec = importlib.util.spec_from_file_location("samples", ROOT / "core" / "tests" / "test_tokens_accuracy.py")
+    spec = importlib.util.spec_from_file_location(
+        "samples", ROOT / "core" / "tests" / "test_tokens_accuracy.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -74,9 +76,20 @@ def main() -> None:
         texts = [text] * 50  # message-sized texts, as the harness estimates them
         everything += texts
         ours, theirs = rate(estimate_tokens, texts), rate(encoding.encode_ordinary, texts, repeat=2)
-        result[kind] = {"estimator": round(ours, 1), "tiktoken": round(theirs, 2), "speedup": round(ours / theirs, 1)}
-    ours, theirs = rate(estimate_tokens, everything), rate(encoding.encode_ordinary, everything, repeat=2)
-    result["all"] = {"estimator": round(ours, 1), "tiktoken": round(theirs, 2), "speedup": round(ours / theirs, 1)}
+        result[kind] = {
+            "estimator": round(ours, 1),
+            "tiktoken": round(theirs, 2),
+            "speedup": round(ours / theirs, 1),
+        }
+    ours, theirs = (
+        rate(estimate_tokens, everything),
+        rate(encoding.encode_ordinary, everything, repeat=2),
+    )
+    result["all"] = {
+        "estimator": round(ours, 1),
+        "tiktoken": round(theirs, 2),
+        "speedup": round(ours / theirs, 1),
+    }
     print(json.dumps(result))
 
 

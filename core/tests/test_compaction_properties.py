@@ -26,15 +26,31 @@ def damaged_histories(draw: st.DrawFn) -> list[Message]:
         kind = draw(st.sampled_from(["user", "assistant", "calls", "tool"]))
         meta = MessageMeta(id=draw(st.sampled_from(MESSAGE_IDS)))
         if kind == "user":
-            messages.append(Message(role="user", content=[TextBlock(text=draw(st.text(max_size=20)))], meta=meta))
+            messages.append(
+                Message(
+                    role="user", content=[TextBlock(text=draw(st.text(max_size=20)))], meta=meta
+                )
+            )
         elif kind == "assistant":
             messages.append(Message(role="assistant", content=[TextBlock(text="ok")], meta=meta))
         elif kind == "calls":
             ids = draw(st.lists(st.sampled_from(CALL_IDS), min_size=1, max_size=3))
-            messages.append(Message(role="assistant", content=[ToolCallBlock(id=i, name="f") for i in ids], meta=meta))
+            messages.append(
+                Message(
+                    role="assistant",
+                    content=[ToolCallBlock(id=i, name="f") for i in ids],
+                    meta=meta,
+                )
+            )
         else:
             ids = draw(st.lists(st.sampled_from(CALL_IDS), max_size=3))
-            messages.append(Message(role="tool", content=[ToolResultBlock(call_id=i, content="r") for i in ids], meta=meta))
+            messages.append(
+                Message(
+                    role="tool",
+                    content=[ToolResultBlock(call_id=i, content="r") for i in ids],
+                    meta=meta,
+                )
+            )
     return messages
 
 
@@ -52,7 +68,10 @@ def valid_histories(draw: st.DrawFn) -> list[Message]:
                 calls.append(ToolCallBlock(id=f"call{counter}", name="read"))
             messages.append(Message(role="assistant", content=calls))
             messages.append(
-                Message.tool(ToolResultBlock(call_id=c.id, content="x " * draw(st.integers(0, 3000))) for c in calls)
+                Message.tool(
+                    ToolResultBlock(call_id=c.id, content="x " * draw(st.integers(0, 3000)))
+                    for c in calls
+                )
             )
         if draw(st.booleans()):
             messages.append(Message(role="assistant", content=[TextBlock(text="done")]))
@@ -74,6 +93,7 @@ def test_repair_restores_the_invariant_idempotently_and_keeps_order(history: lis
     again, report = repair_messages(repaired)
     assert not report, report.actions
     assert again == repaired
+
     # user/assistant messages keep their relative order and content (ids aside); none is invented
     def key(m: Message) -> tuple[str, str, list[str]]:
         return (m.role, m.text, [c.name for c in m.tool_calls])
@@ -83,8 +103,14 @@ def test_repair_restores_the_invariant_idempotently_and_keeps_order(history: lis
     remaining = iter(original)
     assert all(any(s == o for o in remaining) for s in survivors)
 
-def compact(strategy: object, history: list[Message], window: int, force: bool) -> list[Message] | None:
-    provider = ScriptedProvider(handler=lambda request: Reply(text="- summary"), capabilities=ModelCapabilities(context_window=window))
+
+def compact(
+    strategy: object, history: list[Message], window: int, force: bool
+) -> list[Message] | None:
+    provider = ScriptedProvider(
+        handler=lambda request: Reply(text="- summary"),
+        capabilities=ModelCapabilities(context_window=window),
+    )
     context = CompactionContext(
         messages=history, system="sys", tools=(), provider=provider, model="m",
         capabilities=ModelCapabilities(context_window=window), session_id="s", force=force,
@@ -95,7 +121,9 @@ def compact(strategy: object, history: list[Message], window: int, force: bool) 
 
 @given(valid_histories(), st.sampled_from([2_000, 5_000, 20_000]), st.booleans())
 @settings(max_examples=150, deadline=None)
-def test_truncate_keeps_the_invariant_and_the_order(history: list[Message], window: int, force: bool) -> None:
+def test_truncate_keeps_the_invariant_and_the_order(
+    history: list[Message], window: int, force: bool
+) -> None:
     result = compact(TruncateStrategy(), history, window, force)
     if result is not None:
         assert_invariant(result)
@@ -104,7 +132,9 @@ def test_truncate_keeps_the_invariant_and_the_order(history: list[Message], wind
 
 @given(valid_histories(), st.sampled_from([2_000, 5_000, 20_000]), st.booleans())
 @settings(max_examples=150, deadline=None)
-def test_summarize_keeps_the_invariant_and_the_order(history: list[Message], window: int, force: bool) -> None:
+def test_summarize_keeps_the_invariant_and_the_order(
+    history: list[Message], window: int, force: bool
+) -> None:
     result = compact(SummarizeStrategy(), history, window, force)
     if result is not None:
         assert_invariant(result)

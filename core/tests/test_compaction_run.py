@@ -7,7 +7,13 @@ from collections.abc import Callable
 import pytest
 
 import tether
-from tether.compaction import SUMMARY_MARKER, SummarizeStrategy, TruncateStrategy, is_summary, prefix_stability
+from tether.compaction import (
+    SUMMARY_MARKER,
+    SummarizeStrategy,
+    TruncateStrategy,
+    is_summary,
+    prefix_stability,
+)
 from tether.config import Config
 from tether.events import Compaction, Done
 from tether.messages import Usage
@@ -38,7 +44,9 @@ def read_module(n: int) -> str:
     return source_listing(n)
 
 
-def make_handler(capabilities: ModelCapabilities, seen: list[int]) -> Callable[[ModelRequest], Reply | Failure]:
+def make_handler(
+    capabilities: ModelCapabilities, seen: list[int]
+) -> Callable[[ModelRequest], Reply | Failure]:
     """A model that reads modules for TURNS calls, then answers; summary requests get a
     summary. It enforces the window like a real provider and reports real-ish usage."""
     calls = 0
@@ -52,16 +60,22 @@ def make_handler(capabilities: ModelCapabilities, seen: list[int]) -> Callable[[
         usage = Usage(input_tokens=size, output_tokens=30)
         if request.system.startswith("You write handover notes"):
             assert "<transcript>" in request.messages[0].text
-            return Reply(text=f"- Goal: read all modules.\n- Done: read modules up to {calls}.", usage=usage)
+            return Reply(
+                text=f"- Goal: read all modules.\n- Done: read modules up to {calls}.", usage=usage
+            )
         calls += 1
         if calls >= TURNS:
             return Reply(text="All modules read.", usage=usage)
-        return Reply(text=f"Reading module {calls}.", tool_calls=[call("read_module", n=calls)], usage=usage)
+        return Reply(
+            text=f"Reading module {calls}.", tool_calls=[call("read_module", n=calls)], usage=usage
+        )
 
     return handler
 
 
-async def test_two_hundred_turns_compact_never_overflow_and_keep_the_prefix_stable(tmp_path) -> None:
+async def test_two_hundred_turns_compact_never_overflow_and_keep_the_prefix_stable(
+    tmp_path,
+) -> None:
     capabilities = ModelCapabilities(context_window=WINDOW, max_output_tokens=1024)
     seen: list[int] = []
     provider = ScriptedProvider(handler=make_handler(capabilities, seen), capabilities=capabilities)
@@ -92,7 +106,9 @@ async def test_two_hundred_turns_compact_never_overflow_and_keep_the_prefix_stab
     assert len(compactions) >= 3
     assert all(c.tokens_after < c.tokens_before for c in compactions)
     assert max(seen) <= WINDOW  # no request ever exceeded the window
-    agent_requests = [r for r in provider.requests if not r.system.startswith("You write handover notes")]
+    agent_requests = [
+        r for r in provider.requests if not r.system.startswith("You write handover notes")
+    ]
     assert len(agent_requests) == TURNS
     stability = prefix_stability(agent_requests)
     assert stability.ratio >= 0.95, stability
@@ -111,7 +127,12 @@ async def test_context_overflow_compacts_and_retries_once() -> None:
         ],
         capabilities=capabilities,
     )
-    agent = tether.Agent(provider, tools=[read_module], compaction=SummarizeStrategy(keep_recent=0.0), config=Config())
+    agent = tether.Agent(
+        provider,
+        tools=[read_module],
+        compaction=SummarizeStrategy(keep_recent=0.0),
+        config=Config(),
+    )
     events = [e async for e in agent.stream("go")]
     done = events[-1]
     assert isinstance(done, Done) and done.result.outcome is Outcome.COMPLETED
@@ -139,8 +160,12 @@ async def test_summary_request_that_would_overflow_is_done_in_pieces() -> None:
 
     history = [Message.user("start")]
     for n in range(12):
-        history.append(tether.Message(role="assistant", content=[call("read_module", id=f"c{n}", n=n)]))
-        history.append(Message.tool([ToolResultBlock(call_id=f"c{n}", content=source_listing(n)[:1500])]))
+        history.append(
+            tether.Message(role="assistant", content=[call("read_module", id=f"c{n}", n=n)])
+        )
+        history.append(
+            Message.tool([ToolResultBlock(call_id=f"c{n}", content=source_listing(n)[:1500])])
+        )
     context = CompactionContext(
         messages=history, system="", tools=(), provider=provider, model="m",
         capabilities=capabilities, session_id="s", force=True,
@@ -148,7 +173,9 @@ async def test_summary_request_that_would_overflow_is_done_in_pieces() -> None:
     result = await SummarizeStrategy().compact(context)
     assert result is not None
     assert len(summary_requests) >= 2  # the older history did not fit one request
-    assert "- piece 1" in summary_requests[1].messages[0].text  # each piece builds on the summary so far
+    assert (
+        "- piece 1" in summary_requests[1].messages[0].text
+    )  # each piece builds on the summary so far
     assert_invariant(result.messages)
     assert estimate_request("", (), result.messages) < capabilities.context_window
 
@@ -158,15 +185,21 @@ async def test_summary_failure_falls_back_to_truncation(failure: str) -> None:
     capabilities = ModelCapabilities(context_window=8_000)
     from tether.errors import ServerError
 
-    reply: Reply | Failure = Reply(text="") if failure == "empty" else Failure(ServerError("down", provider="scripted"))
+    reply: Reply | Failure = (
+        Reply(text="") if failure == "empty" else Failure(ServerError("down", provider="scripted"))
+    )
     provider = ScriptedProvider(handler=lambda request: reply, capabilities=capabilities)
     from tether.compaction import CompactionContext
     from tether.messages import Message, ToolResultBlock
 
     history = [Message.user("start")]
     for n in range(10):
-        history.append(tether.Message(role="assistant", content=[call("read_module", id=f"c{n}", n=n)]))
-        history.append(Message.tool([ToolResultBlock(call_id=f"c{n}", content=source_listing(n)[:2000])]))
+        history.append(
+            tether.Message(role="assistant", content=[call("read_module", id=f"c{n}", n=n)])
+        )
+        history.append(
+            Message.tool([ToolResultBlock(call_id=f"c{n}", content=source_listing(n)[:2000])])
+        )
     context = CompactionContext(
         messages=history, system="", tools=(), provider=provider, model="m",
         capabilities=capabilities, session_id="s",
@@ -185,8 +218,12 @@ async def test_truncate_drops_oldest_turns_only() -> None:
     history = []
     for n in range(8):
         history.append(Message.user(f"task {n}"))
-        history.append(tether.Message(role="assistant", content=[call("read_module", id=f"c{n}", n=n)]))
-        history.append(Message.tool([ToolResultBlock(call_id=f"c{n}", content=source_listing(n)[:2500])]))
+        history.append(
+            tether.Message(role="assistant", content=[call("read_module", id=f"c{n}", n=n)])
+        )
+        history.append(
+            Message.tool([ToolResultBlock(call_id=f"c{n}", content=source_listing(n)[:2500])])
+        )
     context = CompactionContext(
         messages=history, system="", tools=(), provider=ScriptedProvider(), model="m",
         capabilities=capabilities, session_id="s",

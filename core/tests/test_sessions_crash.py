@@ -25,7 +25,9 @@ import pytest
 from tether.sessions import JsonlSession
 from tether.testing import assert_invariant
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "mkfifo"), reason="needs fork and FIFOs")
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "fork") or not hasattr(os, "mkfifo"), reason="needs fork and FIFOs"
+)
 
 ROUNDS = 240
 FILES = 6  # rounds are spread over a few files so each stays small
@@ -108,7 +110,9 @@ def test_sigkill_never_loses_an_acknowledged_message(tmp_path: Path) -> None:
                 assert_invariant(session.messages)
                 present = {m.id for m in session.messages}
                 missing = acks - present
-                assert not missing, f"round {round_}: acknowledged messages lost: {sorted(missing)[:5]}"
+                assert not missing, (
+                    f"round {round_}: acknowledged messages lost: {sorted(missing)[:5]}"
+                )
             if round_ % 8 == 0:  # the repair was written back: nothing is left to do
                 with JsonlSession(path) as again:
                     assert not again.repair_report, again.repair_report.summary()
@@ -129,4 +133,3 @@ def _lines(pipe: BinaryIO) -> Iterator[str]:
         *complete, buffer = buffer.split(b"\n")
         for line in complete:
             yield line.decode()
-

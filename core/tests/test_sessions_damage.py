@@ -20,15 +20,18 @@ def user(text: str, id: str) -> Message:
 def asks(id: str, *call_ids: str) -> Message:
     return Message(
         role="assistant",
-        content=[TextBlock(text="on it"), *(ToolCallBlock(id=c, name="read", arguments={"c": c}) for c in call_ids)],
+        content=[
+            TextBlock(text="on it"),
+            *(ToolCallBlock(id=c, name="read", arguments={"c": c}) for c in call_ids),
+        ],
         meta=MessageMeta(id=id),
     )
 
 
 def answers(id: str, *call_ids: str) -> Message:
-    return Message.tool([ToolResultBlock(call_id=c, content=f"result {c}") for c in call_ids]).model_copy(
-        update={"meta": MessageMeta(id=id)}
-    )
+    return Message.tool(
+        [ToolResultBlock(call_id=c, content=f"result {c}") for c in call_ids]
+    ).model_copy(update={"meta": MessageMeta(id=id)})
 
 
 def shape(messages: list[Message] | tuple[Message, ...]) -> list[tuple[str, list[str]]]:
@@ -100,7 +103,11 @@ def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     garbage = b"\xff\xfe\x00garbage\x80\x81\n"
     path = write(tmp_path, HEADER + good + bad + garbage + lines(user("after", "u3")))
     loaded = load_session_file(path)
-    assert shape(loaded.messages) == [("user", ["before"]), ("user", ["caf\ufffd"]), ("user", ["after"])]
+    assert shape(loaded.messages) == [
+        ("user", ["before"]),
+        ("user", ["caf\ufffd"]),
+        ("user", ["after"]),
+    ]
     assert loaded.report.counts() == {"invalid_utf8": 1, "unparseable_line": 1}
 
 
@@ -132,7 +139,11 @@ def test_json_that_is_not_a_message(tmp_path: Path) -> None:
 # -- history damage ---------------------------------------------------------------------------
 def test_call_without_result_gets_an_interrupted_error_result() -> None:
     repaired, report = repair_messages([user("go", "u1"), asks("a1", "c1", "c2")])
-    assert shape(repaired) == [("user", ["go"]), ("assistant", ["on it", "call:c1", "call:c2"]), ("tool", ["result:c1!", "result:c2!"])]
+    assert shape(repaired) == [
+        ("user", ["go"]),
+        ("assistant", ["on it", "call:c1", "call:c2"]),
+        ("tool", ["result:c1!", "result:c2!"]),
+    ]
     assert repaired[2].tool_results[0].text == INTERRUPTED_ON_LOAD
     assert report.counts() == {"interrupted_call": 2}
 
@@ -147,21 +158,40 @@ def test_partial_results_are_completed_in_call_order() -> None:
 def test_results_are_moved_to_directly_after_their_call() -> None:
     history = [asks("a1", "c1"), user("meanwhile", "u1"), answers("t1", "c1")]
     repaired, report = repair_messages(history)
-    assert shape(repaired) == [("assistant", ["on it", "call:c1"]), ("tool", ["result:c1"]), ("user", ["meanwhile"])]
+    assert shape(repaired) == [
+        ("assistant", ["on it", "call:c1"]),
+        ("tool", ["result:c1"]),
+        ("user", ["meanwhile"]),
+    ]
     assert report.counts() == {"moved_result": 1}
 
 
 def test_results_without_a_call_are_dropped() -> None:
-    history = [user("hi", "u1"), answers("t1", "ghost"), asks("a1", "c1"), answers("t2", "c1", "other")]
+    history = [
+        user("hi", "u1"),
+        answers("t1", "ghost"),
+        asks("a1", "c1"),
+        answers("t2", "c1", "other"),
+    ]
     repaired, report = repair_messages(history)
-    assert shape(repaired) == [("user", ["hi"]), ("assistant", ["on it", "call:c1"]), ("tool", ["result:c1"])]
+    assert shape(repaired) == [
+        ("user", ["hi"]),
+        ("assistant", ["on it", "call:c1"]),
+        ("tool", ["result:c1"]),
+    ]
     assert report.counts() == {"orphan_result": 2}
 
 
 def test_duplicate_messages_are_kept_once() -> None:
     message = user("hi", "u1")
-    repaired, report = repair_messages([message, message.model_copy(), asks("a1", "c1"), answers("t1", "c1"), answers("t1", "c1")])
-    assert shape(repaired) == [("user", ["hi"]), ("assistant", ["on it", "call:c1"]), ("tool", ["result:c1"])]
+    repaired, report = repair_messages(
+        [message, message.model_copy(), asks("a1", "c1"), answers("t1", "c1"), answers("t1", "c1")]
+    )
+    assert shape(repaired) == [
+        ("user", ["hi"]),
+        ("assistant", ["on it", "call:c1"]),
+        ("tool", ["result:c1"]),
+    ]
     assert report.counts() == {"duplicate_message": 2}
 
 
@@ -184,7 +214,12 @@ def test_a_call_id_declared_twice_is_renamed_with_its_results() -> None:
 
 
 def test_intact_history_is_returned_unchanged() -> None:
-    history = [user("go", "u1"), asks("a1", "c1", "c2"), answers("t1", "c1", "c2"), user("next", "u2")]
+    history = [
+        user("go", "u1"),
+        asks("a1", "c1", "c2"),
+        answers("t1", "c1", "c2"),
+        user("next", "u2"),
+    ]
     repaired, report = repair_messages(history)
     assert not report and report.summary() == "nothing to repair"
     assert all(a is b for a, b in zip(repaired, history, strict=True))
@@ -210,12 +245,14 @@ def test_repair_is_idempotent_on_every_kind_of_damage() -> None:
     assert not second, second.actions
     assert [m.model_dump() for m in twice] == [m.model_dump() for m in once]
     # ... and through the file: loading a repaired file repairs nothing.
-    thrice, third = repair_messages([Message.from_json(m.to_json()) for m in once])
+    _, third = repair_messages([Message.from_json(m.to_json()) for m in once])
     assert not third
 
 
 def test_repair_is_written_back_atomically_and_reported(tmp_path: Path) -> None:
-    path = write(tmp_path, HEADER + lines(user("go", "u1"), asks("a1", "c1")) + b'{"role": "tool", "con')
+    path = write(
+        tmp_path, HEADER + lines(user("go", "u1"), asks("a1", "c1")) + b'{"role": "tool", "con'
+    )
     with JsonlSession(path) as session:
         assert session.repair_report.counts() == {"unparseable_line": 1, "interrupted_call": 1}
         assert session.id == "s1"

@@ -20,7 +20,11 @@ def test_history_survives_reopening(tmp_path: Path) -> None:
     with JsonlSession(path) as session:
         session_id = session.id
         session.append(Message.user("hello"))
-        session.append(Message(role="assistant", content=[TextBlock(text="hi"), ToolCallBlock(id="c1", name="f")]))
+        session.append(
+            Message(
+                role="assistant", content=[TextBlock(text="hi"), ToolCallBlock(id="c1", name="f")]
+            )
+        )
         session.append(Message.tool([ToolResultBlock(call_id="c1", content="ok")]))
     with JsonlSession(path) as again:
         assert again.id == session_id
@@ -65,7 +69,9 @@ def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
         "try:\n    JsonlSession(sys.argv[1])\nexcept SessionLockedError as e:\n    print('locked:', e)\n"
     )
     with JsonlSession(path):
-        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+        )
     assert out.stdout.startswith("locked:")
     assert "process" in out.stdout  # names the process holding it
 
@@ -73,14 +79,17 @@ def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
 def test_read_only_session_refuses_writes(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     JsonlSession(path).close()
-    with JsonlSession(path, read_only=True) as session, pytest.raises(SessionError, match="read-only"):
+    with (
+        JsonlSession(path, read_only=True) as session,
+        pytest.raises(SessionError, match="read-only"),
+    ):
         session.append(Message.user("no"))
 
 
 def test_file_from_a_newer_version_is_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text('{"tether_session": 99, "id": "x"}\n')
-    with pytest.raises(SessionError, match="format version 99.*Upgrade tether"):
+    with pytest.raises(SessionError, match=r"format version 99.*Upgrade tether"):
         JsonlSession(path)
     assert path.read_text() == '{"tether_session": 99, "id": "x"}\n'
 
@@ -139,7 +148,12 @@ def test_cli_list_show_rm(cli_store: SessionStore) -> None:
     assert "No sessions" in run_cli("list")[1]
     with cli_store.open("work") as session:
         session.append(Message.user("fix the parser"))
-        session.append(Message(role="assistant", content=[ToolCallBlock(id="c1", name="read_file", arguments={"path": "p.py"})]))
+        session.append(
+            Message(
+                role="assistant",
+                content=[ToolCallBlock(id="c1", name="read_file", arguments={"path": "p.py"})],
+            )
+        )
         session.append(Message.tool([ToolResultBlock(call_id="c1", content="def parse(): ...")]))
     code, out = run_cli("list")
     assert code == 0 and "work" in out and "3 messages" in out
@@ -157,7 +171,9 @@ def test_cli_repair_dry_run_then_repair(cli_store: SessionStore) -> None:
     path = cli_store.path("broken")
     path.parent.mkdir(parents=True)
     call = Message(role="assistant", content=[ToolCallBlock(id="c1", name="f")])
-    damaged = b'{"tether_session": 1, "id": "b"}\n' + call.to_json().encode() + b"\n" + b'{"role": "us'
+    damaged = (
+        b'{"tether_session": 1, "id": "b"}\n' + call.to_json().encode() + b"\n" + b'{"role": "us'
+    )
     path.write_bytes(damaged)
     code, out = run_cli("repair", "broken", "--dry-run")
     assert code == 0

@@ -217,10 +217,19 @@ def _json_sample() -> str:
             {
                 "id": f"ord_{1000 + i}",
                 "status": ["paid", "refunded", "pending"][i % 3],
-                "customer": {"id": f"cus_{77 + i * 3}", "email": f"user{i}@example.com", "country": ["DE", "US", "JP"][i % 3]},
+                "customer": {
+                    "id": f"cus_{77 + i * 3}",
+                    "email": f"user{i}@example.com",
+                    "country": ["DE", "US", "JP"][i % 3],
+                },
                 "amount": {"value": 1999 + i * 125, "currency": ["EUR", "USD", "JPY"][i % 3]},
                 "items": [
-                    {"sku": f"SKU-{i}-{j}", "name": ["Notebook", "Pen set", "Desk lamp"][j], "quantity": j + 1, "price": 499 + j * 250}
+                    {
+                        "sku": f"SKU-{i}-{j}",
+                        "name": ["Notebook", "Pen set", "Desk lamp"][j],
+                        "quantity": j + 1,
+                        "price": 499 + j * 250,
+                    }
                     for j in range(3)
                 ],
                 "created_at": f"2025-03-{1 + i:02d}T10:{i:02d}:00Z",
@@ -240,7 +249,10 @@ MIXED = (
     + "```\n\n"
     + JAPANESE[:250]
     + "\n\n"
-    + json.dumps({"ok": True, "regions": ["eu-west-1", "ap-northeast-1"], "latency_ms": [12.5, 48.0, 103.2]}, indent=2)
+    + json.dumps(
+        {"ok": True, "regions": ["eu-west-1", "ap-northeast-1"], "latency_ms": [12.5, 48.0, 103.2]},
+        indent=2,
+    )
     + "\n\n"
     + KOREAN[:250]
     + "\nЗаметка: проверить миграцию базы данных перед выпуском. Ελέγξτε τα αρχεία καταγραφής. 🚀✅\n"
@@ -263,7 +275,9 @@ def test_estimate_is_within_ten_percent_of_o200k(o200k: Any, kind: str) -> None:
     assert len(text.encode()) > 1_800  # kilobytes of text, not a toy sentence
     real = len(o200k.encode_ordinary(text))
     estimate = estimate_tokens(text)
-    assert abs(estimate - real) <= 0.10 * real, f"{kind}: estimated {estimate}, o200k_base says {real}"
+    assert abs(estimate - real) <= 0.10 * real, (
+        f"{kind}: estimated {estimate}, o200k_base says {real}"
+    )
 
 
 def test_estimate_scales_with_length_and_handles_edge_cases() -> None:
@@ -276,10 +290,15 @@ def test_estimate_scales_with_length_and_handles_edge_cases() -> None:
 
 
 def test_request_estimate_counts_system_tools_and_every_block() -> None:
-    tool = ToolDefinition("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
+    tool = ToolDefinition(
+        "read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}
+    )
     history = [
         Message.user(ENGLISH),
-        Message(role="assistant", content=[ToolCallBlock(id="c1", name="read_file", arguments={"path": "a.py"})]),
+        Message(
+            role="assistant",
+            content=[ToolCallBlock(id="c1", name="read_file", arguments={"path": "a.py"})],
+        ),
         Message.tool([ToolResultBlock(call_id="c1", content=CODE)]),
     ]
     base = estimate_request("", [], [])
@@ -289,12 +308,18 @@ def test_request_estimate_counts_system_tools_and_every_block() -> None:
 
 
 def test_context_estimate_is_anchored_to_reported_usage() -> None:
-    history = [Message.user(ENGLISH), Message(role="assistant", content=[TextBlock(text="Noted.")]), Message.user(CODE)]
+    history = [
+        Message.user(ENGLISH),
+        Message(role="assistant", content=[TextBlock(text="Noted.")]),
+        Message.user(CODE),
+    ]
     plain = estimate_request("", [], history)
     covered = estimate_request("", [], history[:2])
     # The provider counted 30% more than we estimate for the first two messages:
     reported = round(covered * 1.3)
-    anchored = estimate_context("", [], history, reported_input_tokens=reported, reported_messages=2)
+    anchored = estimate_context(
+        "", [], history, reported_input_tokens=reported, reported_messages=2
+    )
     tail = plain - covered
     assert anchored == reported + round(tail * reported / covered)
     assert anchored > plain

@@ -103,22 +103,22 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 # punctuation after Han mostly merges into a neighbouring token.
 _WEIGHTS_64THS = (
     # lowe uppe digi spac newl  tab punc quot acce 2-by indi symb kana  han hang othe
-    ( -2,  56,  65,  53,  21,   3,  43,  12,  83,  26,  32,  30,  50,  55,  50,  64),  # after lower
-    ( 45,  14, 102,  -4,  40,   6,  28,  77,  96,  26,  32,  28,  50,  55,  50,  64),  # after upper
-    ( 28, 138,  31, -43,  34,  19,  78,  65, 109,  26,  32,  28,  50,  83,  -9,  64),  # after digit
-    ( 26,  12, 137,   1, -12,  11,  35,  83,  -8,  32,  32,  -4,  11,  15,  44,  64),  # after space
-    ( 26,  32, -24,  63,  47, -27,  47,   2, 109,  17,  32,   8, -11,  64,  50,  64),  # after newline
-    (-10, -10,  41,   5, -19,  30,  58,  66, 109, -49,  32,  28,  50,  55,  50,  64),  # after tab
-    ( 82,  35,  29,  56, -24,  41,   8, -22, -44,  53,  32,  28,   8,  -1,  65,  64),  # after punct
-    ( 58,  40,  -2,  19,  78, -64,  28, -28, 109,  26,  32,  28,  50,  55,  50,  64),  # after quote
-    ( 44,  49,  64,  31,   6, -64,  -4,   4,  34,  26,  32,  28,  50,  55,  50,  64),  # after accent
-    (  6,  42,  64,  87,  12, -64, -47,  66, 109,   8,  32,  28,  50,  55,  50,  64),  # after 2-byte
-    ( 15,  42,  64,   7, -19, -64,  24,  66, 109,  26,  32,  28,  50,  55,  50,  64),  # after indic
-    ( 28,  42,  64,   3,  21, -64,  24,  66, 109,  26,  32,  17,  50,  55,  50,  64),  # after symbol
-    ( 15,  16,  64,  15, -29, -64,  18,  66, 109,  26,  32,  28,  48,  64,  50,  64),  # after kana
-    ( 15,  42,  37,  40,  27, -64,   4,  66, 109,  26,  32,  52,  46,  47,  50,  40),  # after han
-    ( 15,  42,  64,  62,   9, -64,   1,  66, 109,  26,  32,  28,  50,  55,  23,  64),  # after hangul
-    ( 15,  42,  64,   7,   6, -64,  24,  66, 109,  26,  32,  28,  50,  33,  50,  64),  # after other
+    (-2, 56, 65, 53, 21, 3, 43, 12, 83, 26, 32, 30, 50, 55, 50, 64),  # after lower
+    (45, 14, 102, -4, 40, 6, 28, 77, 96, 26, 32, 28, 50, 55, 50, 64),  # after upper
+    (28, 138, 31, -43, 34, 19, 78, 65, 109, 26, 32, 28, 50, 83, -9, 64),  # after digit
+    (26, 12, 137, 1, -12, 11, 35, 83, -8, 32, 32, -4, 11, 15, 44, 64),  # after space
+    (26, 32, -24, 63, 47, -27, 47, 2, 109, 17, 32, 8, -11, 64, 50, 64),  # after newline
+    (-10, -10, 41, 5, -19, 30, 58, 66, 109, -49, 32, 28, 50, 55, 50, 64),  # after tab
+    (82, 35, 29, 56, -24, 41, 8, -22, -44, 53, 32, 28, 8, -1, 65, 64),  # after punct
+    (58, 40, -2, 19, 78, -64, 28, -28, 109, 26, 32, 28, 50, 55, 50, 64),  # after quote
+    (44, 49, 64, 31, 6, -64, -4, 4, 34, 26, 32, 28, 50, 55, 50, 64),  # after accent
+    (6, 42, 64, 87, 12, -64, -47, 66, 109, 8, 32, 28, 50, 55, 50, 64),  # after 2-byte
+    (15, 42, 64, 7, -19, -64, 24, 66, 109, 26, 32, 28, 50, 55, 50, 64),  # after indic
+    (28, 42, 64, 3, 21, -64, 24, 66, 109, 26, 32, 17, 50, 55, 50, 64),  # after symbol
+    (15, 16, 64, 15, -29, -64, 18, 66, 109, 26, 32, 28, 48, 64, 50, 64),  # after kana
+    (15, 42, 37, 40, 27, -64, 4, 66, 109, 26, 32, 52, 46, 47, 50, 40),  # after han
+    (15, 42, 64, 62, 9, -64, 1, 66, 109, 26, 32, 28, 50, 55, 23, 64),  # after hangul
+    (15, 42, 64, 7, 6, -64, 24, 66, 109, 26, 32, 28, 50, 33, 50, 64),  # after other
 )
 _UNIT = 64
 _OFFSET = 64  # stored weights are shifted to be non-negative bytes
@@ -179,7 +179,9 @@ def estimate_message(message: Message) -> int:
         if isinstance(block, TextBlock):
             total += estimate_tokens(block.text)
         elif isinstance(block, ToolCallBlock):
-            arguments = block.raw_arguments if block.raw_arguments is not None else _json(block.arguments)
+            arguments = (
+                block.raw_arguments if block.raw_arguments is not None else _json(block.arguments)
+            )
             total += _BLOCK_OVERHEAD + estimate_tokens(block.name) + estimate_tokens(arguments)
         elif isinstance(block, ToolResultBlock):
             total += _BLOCK_OVERHEAD
@@ -187,11 +189,15 @@ def estimate_message(message: Message) -> int:
                 total += estimate_tokens(block.content)
             else:
                 for part in block.content:
-                    total += estimate_tokens(part.text) if isinstance(part, TextBlock) else IMAGE_TOKENS
+                    total += (
+                        estimate_tokens(part.text) if isinstance(part, TextBlock) else IMAGE_TOKENS
+                    )
         elif isinstance(block, ImageBlock):
             total += IMAGE_TOKENS
         elif isinstance(block, ThinkingBlock):
-            total += estimate_tokens(block.text) + (len(block.signature) // 4 if block.signature else 0)
+            total += estimate_tokens(block.text) + (
+                len(block.signature) // 4 if block.signature else 0
+            )
         else:
             total += estimate_tokens(_json(block.model_dump(mode="json")))
     return total
@@ -213,7 +219,9 @@ def estimate_tools(tools: Sequence[ToolDefinition]) -> int:
     )
 
 
-def estimate_request(system: str, tools: Sequence[ToolDefinition], messages: Sequence[Message]) -> int:
+def estimate_request(
+    system: str, tools: Sequence[ToolDefinition], messages: Sequence[Message]
+) -> int:
     """Estimated prompt tokens of a request: system prompt, tool definitions, history."""
     return estimate_tokens(system) + estimate_tools(tools) + estimate_messages(messages)
 
@@ -234,7 +242,11 @@ def estimate_context(
     reported and the estimated size of the covered part (clamped to 0.5-2, so one odd
     report cannot skew it far). Without a report it is :func:`estimate_request`.
     """
-    if reported_input_tokens is None or reported_input_tokens <= 0 or not 0 <= reported_messages <= len(messages):
+    if (
+        reported_input_tokens is None
+        or reported_input_tokens <= 0
+        or not 0 <= reported_messages <= len(messages)
+    ):
         return estimate_request(system, tools, messages)
     covered = estimate_request(system, tools, messages[:reported_messages])
     ratio = min(2.0, max(0.5, reported_input_tokens / covered)) if covered > 0 else 1.0

@@ -43,7 +43,9 @@ def list_sessions(state: CliState) -> None:
     width = max(len(info.name) for info in infos)
     for info in infos:
         when = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-        click.echo(f"{info.name:<{width}}  {info.messages:>6} messages  {_size(info.size):>8}  {when}")
+        click.echo(
+            f"{info.name:<{width}}  {info.messages:>6} messages  {_size(info.size):>8}  {when}"
+        )
 
 
 @sessions.command()
@@ -115,7 +117,9 @@ def _render(message: Message) -> str:
         if isinstance(block, TextBlock):
             parts.append(block.text)
         elif isinstance(block, ToolCallBlock):
-            parts.append(f"-> {block.name}({_clip(str(block.raw_arguments or block.arguments), 200)}) [{block.id}]")
+            parts.append(
+                f"-> {block.name}({_clip(str(block.raw_arguments or block.arguments), 200)}) [{block.id}]"
+            )
         elif isinstance(block, ToolResultBlock):
             mark = "error" if block.is_error else "result"
             parts.append(f"<- {mark} [{block.call_id}]: {_clip(block.text, 300)}")

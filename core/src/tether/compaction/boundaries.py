@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..messages import Message, TextBlock, ToolResultBlock
+from ..messages import Block, Message, TextBlock, ToolResultBlock
 
 __all__ = ["clean_cuts", "clip_result_text", "is_clean_cut", "tail_start", "turn_starts"]
 
@@ -40,7 +40,7 @@ def clip_result_text(message: Message, max_chars: int) -> Message:
     if message.role != "tool":
         return message
     changed = False
-    blocks = []
+    blocks: list[Block] = []
     for block in message.content:
         if isinstance(block, ToolResultBlock) and len(block.text) > max_chars:
             text = block.text
@@ -50,7 +50,15 @@ def clip_result_text(message: Message, max_chars: int) -> Message:
                 f"{text[:keep]}\n[... {omitted} characters of this tool result were removed to fit "
                 f"the context window ...]\n{text[-keep:]}"
             )
-            blocks.append(block.model_copy(update={"content": [TextBlock(text=clipped)] if not isinstance(block.content, str) else clipped}))
+            blocks.append(
+                block.model_copy(
+                    update={
+                        "content": [TextBlock(text=clipped)]
+                        if not isinstance(block.content, str)
+                        else clipped
+                    }
+                )
+            )
             changed = True
         else:
             blocks.append(block)

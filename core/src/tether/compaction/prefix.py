@@ -52,7 +52,11 @@ class PrefixTracker:
 
     def add(self, request: ModelRequest) -> bool:
         """Record ``request``; return whether the previous request's prompt is its prefix."""
-        current = (request.system, _tools_key(request.tools), [_message_key(m) for m in request.messages])
+        current = (
+            request.system,
+            _tools_key(request.tools),
+            [_message_key(m) for m in request.messages],
+        )
         index = self.report.requests
         self.report.requests += 1
         previous, self._previous = self._previous, current
@@ -83,10 +87,17 @@ def prefix_stability(requests: Iterable[ModelRequest]) -> PrefixStability:
 
 def _message_key(message: Message) -> str:
     """What a provider sends for ``message``: its role and content, not its metadata."""
-    return message.role + "\x00" + json.dumps(
-        [block.model_dump(mode="json", exclude_none=True) for block in message.content], sort_keys=True
+    return (
+        message.role
+        + "\x00"
+        + json.dumps(
+            [block.model_dump(mode="json", exclude_none=True) for block in message.content],
+            sort_keys=True,
+        )
     )
 
 
 def _tools_key(tools: Sequence[ToolDefinition]) -> str:
-    return json.dumps([(t.name, t.description, t.parameters) for t in tools], sort_keys=True, default=str)
+    return json.dumps(
+        [(t.name, t.description, t.parameters) for t in tools], sort_keys=True, default=str
+    )

@@ -103,9 +103,13 @@ class SummarizeStrategy:
         if not 0 < threshold <= 1:
             raise ValueError(f"summarize: threshold must be in (0, 1], got {threshold}.")
         if not 0 <= keep_recent < threshold:
-            raise ValueError(f"summarize: keep_recent must be in [0, threshold), got {keep_recent}.")
+            raise ValueError(
+                f"summarize: keep_recent must be in [0, threshold), got {keep_recent}."
+            )
         if "{transcript}" not in prompt:
-            raise ValueError("summarize: the prompt must contain {transcript}, where the history goes.")
+            raise ValueError(
+                "summarize: the prompt must contain {transcript}, where the history goes."
+            )
         self.threshold = threshold
         self.keep_recent = keep_recent
         self.summary_tokens = summary_tokens
@@ -145,7 +149,9 @@ class SummarizeStrategy:
     # -- the summary request -----------------------------------------------------------------
     async def _summarise(self, context: CompactionContext, older: Sequence[Message]) -> str | None:
         window = context.capabilities.context_window
-        overhead = estimate_tokens(SUMMARY_SYSTEM) + estimate_tokens(self.prompt) + self.summary_tokens
+        overhead = (
+            estimate_tokens(SUMMARY_SYSTEM) + estimate_tokens(self.prompt) + self.summary_tokens
+        )
         budget = int(0.8 * window) - overhead
         pieces = [_render(m) for m in older]
         for _ in range(4):
@@ -160,7 +166,9 @@ class SummarizeStrategy:
                 return None
         return None
 
-    async def _summarise_in_pieces(self, context: CompactionContext, pieces: list[str], budget: int) -> str | None:
+    async def _summarise_in_pieces(
+        self, context: CompactionContext, pieces: list[str], budget: int
+    ) -> str | None:
         summary: str | None = None
         for group in _group(pieces, budget - self.summary_tokens):
             head = [f"{SUMMARY_MARKER}\n{summary}"] if summary is not None else []
@@ -180,12 +188,18 @@ class SummarizeStrategy:
             summary = text
         return summary
 
-    def _fallback(self, context: CompactionContext, before: int, why: str) -> CompactionResult | None:
+    def _fallback(
+        self, context: CompactionContext, before: int, why: str
+    ) -> CompactionResult | None:
         window = context.capabilities.context_window
         kept = fit_to_budget(context, int(min(self.threshold, 0.5) * window))
         if kept is None:
             return None
-        _log.warning("Compaction dropped the oldest %d messages without a summary: %s.", len(context.messages) - len(kept), why)
+        _log.warning(
+            "Compaction dropped the oldest %d messages without a summary: %s.",
+            len(context.messages) - len(kept),
+            why,
+        )
         after = estimate_request(context.system, context.tools, kept)
         return CompactionResult(messages=kept, tokens_before=before, tokens_after=after)
 
@@ -227,8 +241,12 @@ def _render(message: Message) -> str:
         if isinstance(block, TextBlock):
             lines.append(block.text)
         elif isinstance(block, ToolCallBlock):
-            arguments = block.raw_arguments or json.dumps(block.arguments, ensure_ascii=False, default=str)
-            lines.append(f"[called tool {block.name} (id {block.id}) with {_cut(arguments, _ARGUMENT_CHARS)}]")
+            arguments = block.raw_arguments or json.dumps(
+                block.arguments, ensure_ascii=False, default=str
+            )
+            lines.append(
+                f"[called tool {block.name} (id {block.id}) with {_cut(arguments, _ARGUMENT_CHARS)}]"
+            )
         elif isinstance(block, ToolResultBlock):
             status = "error" if block.is_error else "result"
             lines.append(f"[tool {status} for {block.call_id}]\n{_cut(block.text, _RESULT_CHARS)}")
@@ -236,7 +254,9 @@ def _render(message: Message) -> str:
             lines.append("[image]")
         elif isinstance(block, ThinkingBlock):
             continue
-    role = {"user": "USER", "assistant": "ASSISTANT", "tool": "TOOL", "system": "SYSTEM"}[message.role]
+    role = {"user": "USER", "assistant": "ASSISTANT", "tool": "TOOL", "system": "SYSTEM"}[
+        message.role
+    ]
     return f"{role}: " + "\n".join(lines)
 
 

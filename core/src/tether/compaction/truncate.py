@@ -27,7 +27,9 @@ class TruncateStrategy:
 
     def __init__(self, *, threshold: float = 0.6, target: float = 0.4) -> None:
         if not 0 < threshold <= 1 or not 0 < target < 1:
-            raise ValueError(f"truncate: threshold must be in (0, 1] and target in (0, 1); got {threshold}, {target}.")
+            raise ValueError(
+                f"truncate: threshold must be in (0, 1] and target in (0, 1); got {threshold}, {target}."
+            )
         self.threshold = threshold
         self.target = min(target, threshold)
 
@@ -81,4 +83,3 @@ def estimate(context: CompactionContext) -> int:
         reported_input_tokens=context.reported_input_tokens,
         reported_messages=context.reported_messages,
     )
-

@@ -33,6 +33,7 @@ writer then stores the repaired history through the atomic rewrite.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -127,7 +128,9 @@ class JsonlSession:
             self._messages: list[Message] = loaded.messages
             self.repair_report: RepairReport = loaded.report
             if loaded.report:
-                _log.warning("Session %s was repaired on load: %s", self.path, loaded.report.summary())
+                _log.warning(
+                    "Session %s was repaired on load: %s", self.path, loaded.report.summary()
+                )
             if not read_only:
                 if not loaded.clean:
                     self._rewrite(self._messages)
@@ -152,11 +155,11 @@ class JsonlSession:
                 os.fsync(fd)
         except OSError as exc:
             # Leave no torn line behind for the next append to run into.
-            try:
+            with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
-            except OSError:
-                pass
-            raise SessionError(f"Could not append to session {self.path}: {exc.strerror or exc}.") from exc
+            raise SessionError(
+                f"Could not append to session {self.path}: {exc.strerror or exc}."
+            ) from exc
         self._messages.append(message)
 
     def replace(self, messages: Sequence[Message]) -> None:
@@ -192,7 +195,9 @@ class JsonlSession:
     # -- writing ----------------------------------------------------------------------------
     def _writable(self) -> int:
         if self.read_only:
-            raise SessionError(f"Session {self.path} was opened read-only; open it without read_only=True to write.")
+            raise SessionError(
+                f"Session {self.path} was opened read-only; open it without read_only=True to write."
+            )
         if self._fd is None:
             raise SessionError(f"Session {self.path} is closed.")
         return self._fd
@@ -225,10 +230,8 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.close(fd)
         os.replace(tmp, path)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         raise SessionError(f"Could not rewrite session {path}: {exc.strerror or exc}.") from exc
     _fsync_directory(path.parent)
 
@@ -280,7 +283,7 @@ def _lock(fd: int) -> None:
     except ImportError:  # Windows
         import msvcrt
 
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
         return
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
@@ -383,15 +386,25 @@ def _parse_line(line: bytes, number: int, report: RepairReport) -> Message | Non
         except (pydantic.ValidationError, ValueError):
             pass
         else:
-            report.add("invalid_utf8", "bytes that are not UTF-8 were replaced by U+FFFD", line=number)
+            report.add(
+                "invalid_utf8", "bytes that are not UTF-8 were replaced by U+FFFD", line=number
+            )
             return message
     # A torn line followed by a complete one on the same line: keep the complete one.
     position = line.rfind(_ROLE_START)
     if position > 0:
         salvaged = _parse_line(line[position:], number, RepairReport())
         if salvaged is not None:
-            report.add("unparseable_line", f"a torn message before byte {position} was dropped", line=number)
+            report.add(
+                "unparseable_line",
+                f"a torn message before byte {position} was dropped",
+                line=number,
+            )
             return salvaged
     preview = line[:60].decode("utf-8", "replace")
-    report.add("unparseable_line", f"dropped {len(line)} bytes that are not a message: {preview!r}", line=number)
+    report.add(
+        "unparseable_line",
+        f"dropped {len(line)} bytes that are not a message: {preview!r}",
+        line=number,
+    )
     return None

@@ -125,13 +125,20 @@ def _dedupe_messages(messages: Sequence[Message], report: RepairReport) -> list[
             seen[mid] = message
             out.append(message)
         elif first.role == message.role and first.content == message.content:
-            report.add("duplicate_message", f"message {mid} ({message.role}) was stored twice; kept the first")
+            report.add(
+                "duplicate_message",
+                f"message {mid} ({message.role}) was stored twice; kept the first",
+            )
         else:
             fresh = _fresh(set(seen), mid)
-            copy = message.model_copy(update={"meta": message.meta.model_copy(update={"id": fresh})})
+            copy = message.model_copy(
+                update={"meta": message.meta.model_copy(update={"id": fresh})}
+            )
             seen[fresh] = copy
             out.append(copy)
-            report.add("renamed_message_id", f"two messages shared id {mid}; the later one is now {fresh}")
+            report.add(
+                "renamed_message_id", f"two messages shared id {mid}; the later one is now {fresh}"
+            )
     return out
 
 
@@ -157,12 +164,17 @@ def _rename_duplicate_call_ids(messages: list[Message], report: RepairReport) ->
                     blocks[index] = block.model_copy(update={"id": fresh})
                     current[block.id] = fresh
                     changed = True
-                    report.add("renamed_call_id", f"tool call id {block.id} was declared again; renamed to {fresh}")
+                    report.add(
+                        "renamed_call_id",
+                        f"tool call id {block.id} was declared again; renamed to {fresh}",
+                    )
                 else:
                     seen.add(block.id)
                     current[block.id] = block.id
             out.append(message.model_copy(update={"content": blocks}) if changed else message)
-        elif message.role == "tool" and any(current.get(r.call_id, r.call_id) != r.call_id for r in message.tool_results):
+        elif message.role == "tool" and any(
+            current.get(r.call_id, r.call_id) != r.call_id for r in message.tool_results
+        ):
             blocks = [
                 b.model_copy(update={"call_id": current[b.call_id]})
                 if isinstance(b, ToolResultBlock) and current.get(b.call_id, b.call_id) != b.call_id
@@ -188,7 +200,9 @@ def _pair_results(messages: list[Message], report: RepairReport) -> list[Message
             if block.call_id not in calls:
                 report.add("orphan_result", f"result for unknown tool call {block.call_id} dropped")
             elif block.call_id in results:
-                report.add("duplicate_result", f"second result for tool call {block.call_id} dropped")
+                report.add(
+                    "duplicate_result", f"second result for tool call {block.call_id} dropped"
+                )
             else:
                 results[block.call_id] = block
 
@@ -197,7 +211,9 @@ def _pair_results(messages: list[Message], report: RepairReport) -> list[Message
         if message.role == "tool":
             # Its results are placed after their calls (or reported as orphans) below.
             if not _answers_previous(messages, index) and not message.tool_results:
-                report.add("empty_tool_message", f"tool message {message.id} had no results; dropped")
+                report.add(
+                    "empty_tool_message", f"tool message {message.id} had no results; dropped"
+                )
             continue
         out.append(message)
         if message.role != "assistant" or not message.tool_calls:
@@ -224,25 +240,38 @@ def _answer(
     expected = [c.id for c in call_message.tool_calls]
     if following is not None and following.role == "tool":
         got = [b.call_id for b in following.content if isinstance(b, ToolResultBlock)]
-        if got == expected and len(following.content) == len(got) and all(
-            results.get(b.call_id) is b for b in following.tool_results
+        if (
+            got == expected
+            and len(following.content) == len(got)
+            and all(results.get(b.call_id) is b for b in following.tool_results)
         ):
             return following
     answer: list[ToolResultBlock] = []
-    local = {b.call_id for b in following.tool_results} if following is not None and following.role == "tool" else set()
+    local = (
+        {b.call_id for b in following.tool_results}
+        if following is not None and following.role == "tool"
+        else set()
+    )
     for call_id in expected:
         found = results.get(call_id)
         if found is None:
             answer.append(interrupted_result(call_id, INTERRUPTED_ON_LOAD))
-            report.add("interrupted_call", f"tool call {call_id} had no result; marked as interrupted")
+            report.add(
+                "interrupted_call", f"tool call {call_id} had no result; marked as interrupted"
+            )
         else:
             if call_id not in local:
-                report.add("moved_result", f"result for tool call {call_id} moved to directly after its call")
+                report.add(
+                    "moved_result",
+                    f"result for tool call {call_id} moved to directly after its call",
+                )
             answer.append(found)
     if following is not None and following.role == "tool":
         got = [b.call_id for b in following.tool_results if b.call_id in expected]
         if got != [c for c in expected if c in got]:
-            report.add("moved_result", f"results after message {call_message.id} put into call order")
+            report.add(
+                "moved_result", f"results after message {call_message.id} put into call order"
+            )
         return following.model_copy(update={"content": answer})
     return Message.tool(answer)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,7 +61,9 @@ class SessionStore:
     :param config: configuration whose ``data_dir`` is used when ``root`` is omitted.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, config: Config | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, *, config: Config | None = None
+    ) -> None:
         if root is None:
             from ..config import data_dir
 
@@ -84,7 +86,9 @@ class SessionStore:
         """
         path = self.path(name)
         if read_only and not path.is_file():
-            raise SessionError(f"No session named {name!r} in {self.root}. `tether sessions list` shows them.")
+            raise SessionError(
+                f"No session named {name!r} in {self.root}. `tether sessions list` shows them."
+            )
         return JsonlSession(path, durable=durable, read_only=read_only)
 
     def list(self) -> list[SessionInfo]:
@@ -102,7 +106,7 @@ class SessionStore:
                     name=name,
                     path=entry,
                     size=stat.st_size,
-                    modified=datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc),
+                    modified=datetime.fromtimestamp(stat.st_mtime, tz=UTC),
                     messages=_count_messages(entry),
                 )
             )
@@ -117,7 +121,9 @@ class SessionStore:
         """
         path = self.path(name)
         if not path.is_file():
-            raise SessionError(f"No session named {name!r} in {self.root}. `tether sessions list` shows them.")
+            raise SessionError(
+                f"No session named {name!r} in {self.root}. `tether sessions list` shows them."
+            )
         lock_fd = _acquire_lock(path)  # refuse to delete under a live writer
         try:
             path.unlink()
@@ -137,4 +143,3 @@ def _count_messages(path: Path) -> int:
             if stripped and not stripped.startswith(b'{"tether_session"'):
                 count += 1
     return count
-
