@@ -306,3 +306,31 @@ async def test_tool_events_carry_call_ids_names_and_arguments() -> None:
         ("call_2", "add", {"a": 3, "b": 4}),
         ("call_3", "add", {"a": 5, "b": 6}),
     ]
+
+
+async def test_a_repaired_session_is_announced_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tether.events import SessionRepaired
+    from tether.sessions import JsonlSession
+
+    path = tmp_path / "s.jsonl"
+    with JsonlSession(path) as session:
+        session.append(Message.user("hi"))
+        session.append(
+            Message(
+                role="assistant",
+                content=[ToolCallBlock(id="c1", name="add", arguments={"a": 1, "b": 2})],
+            )
+        )
+    with path.open("a") as f:
+        f.write('{"role": "tool", "content": [{"type": "tool_res')  # torn by a crash
+
+    session = JsonlSession(path)
+    try:
+        agent = agent_for(ScriptedProvider([Reply(text="one"), Reply(text="two")]))
+        first = [e async for e in agent.stream("again", session=session)]
+        second = [e async for e in agent.stream("and again", session=session)]
+    finally:
+        session.close()
+    assert isinstance(first[0], SessionRepaired) and first[0].report
+    assert not any(isinstance(e, SessionRepaired) for e in second)
+    assert_invariant(session.messages)

@@ -25,6 +25,7 @@ __all__ = [
     "Done",
     "Retry",
     "RunEvent",
+    "SessionRepaired",
     "TextDelta",
     "ThinkingDelta",
     "ToolEnd",
@@ -106,6 +107,17 @@ class TurnEnd:
 
 
 @dataclass(slots=True)
+class SessionRepaired:
+    """The session was damaged (e.g. by a crash) and repaired when it was loaded.
+
+    Yielded once, at the start of the first run on that session object. ``report`` is a
+    :class:`~tether.sessions.RepairReport` saying what was changed.
+    """
+
+    report: Any
+
+
+@dataclass(slots=True)
 class Done:
     """The run ended; ``result`` says how."""
 
@@ -113,5 +125,13 @@ class Done:
 
 
 RunEvent: TypeAlias = (
-    TextDelta | ThinkingDelta | ToolStart | ToolEnd | Compaction | Retry | TurnEnd | Done
+    TextDelta
+    | ThinkingDelta
+    | ToolStart
+    | ToolEnd
+    | Compaction
+    | Retry
+    | TurnEnd
+    | SessionRepaired
+    | Done
 )

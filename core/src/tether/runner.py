@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,16 @@ from .errors import (
     TokenBudgetExceeded,
     WallTimeExceeded,
 )
-from .events import Compaction, Done, Retry, RunEvent, ToolEnd, ToolStart, TurnEnd
+from .events import (
+    Compaction,
+    Done,
+    Retry,
+    RunEvent,
+    SessionRepaired,
+    ToolEnd,
+    ToolStart,
+    TurnEnd,
+)
 from .messages import Message, StopReason, ToolCallBlock, ToolResultBlock, Usage
 from .provider import (
     ModelCapabilities,
@@ -58,6 +68,9 @@ if TYPE_CHECKING:
     from .config import LimitsConfig
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
+
+_REPORTED_REPAIRS: weakref.WeakSet[Session] = weakref.WeakSet()
+"""Sessions whose load-time repair has been announced with a SessionRepaired event."""
 
 
 @dataclass(slots=True)
@@ -148,6 +161,10 @@ class Run:
     # -- the loop ----------------------------------------------------------------------------
     async def _loop(self) -> AsyncIterator[RunEvent]:
         s = self.s
+        report = getattr(self.session, "repair_report", None)
+        if report and self.session not in _REPORTED_REPAIRS:
+            _REPORTED_REPAIRS.add(self.session)
+            yield SessionRepaired(report)
         self._append(self.prompt)
         stop_reason: StopReason | None = None
         try:
