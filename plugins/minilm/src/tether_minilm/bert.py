@@ -131,15 +131,21 @@ def _layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> Array:
 _MIN_LOGIT = np.float32(-30.0)
 
 
-def _softmax_inplace(scores: Array, keep: Array) -> Array:
-    """Softmax over the last axis; ``keep`` (1 for real tokens, 0 for padding) zeroes the
-    weights of padding keys exactly."""
+def _attend(scores: Array, keep: Array | None, values: Array) -> Array:
+    """``softmax(scores) @ values`` over the last axis, computed in place on ``scores``.
+
+    ``keep`` (1 for real tokens, 0 for padding; ``None`` when nothing is padded) zeroes
+    the weights of padding keys exactly. Normalising after the matmul divides the small
+    ``(heads, seq, head_dim)`` result instead of the ``(heads, seq, seq)`` weights.
+    """
     scores -= scores.max(axis=-1, keepdims=True)
     np.maximum(scores, _MIN_LOGIT, out=scores)
     np.exp(scores, out=scores)
-    scores *= keep
-    scores /= scores.sum(axis=-1, keepdims=True)
-    return scores
+    if keep is not None:
+        scores *= keep
+    context: Array = scores @ values
+    context /= scores.sum(axis=-1, keepdims=True)
+    return context
 
 
 class BertEncoder:
@@ -209,11 +215,14 @@ class BertEncoder:
         x = self.word[input_ids] + self.position[:seq][None, :, :] + self.token_type[0]
         x = _layer_norm(x, self.emb_ln_g, self.emb_ln_b, eps)
         keep = (attention_mask[:, None, None, :] > 0).astype(np.float32)
+        lengths = [int(n) for n in (attention_mask > 0).sum(axis=1)]
         for layer in self.layers:
-            x = self._encoder_layer(x, keep, layer, batch, seq)
+            x = self._encoder_layer(x, keep, lengths, layer, batch, seq)
         return x
 
-    def _encoder_layer(self, x: Array, keep: Array, layer: _Layer, batch: int, seq: int) -> Array:
+    def _encoder_layer(
+        self, x: Array, keep: Array, lengths: list[int], layer: _Layer, batch: int, seq: int
+    ) -> Array:
         hidden = self.config.hidden_size
         heads = self.config.num_attention_heads
         head_dim = hidden // heads
@@ -230,7 +239,8 @@ class BertEncoder:
             v = np.ascontiguousarray(qkv[row, :, 2].transpose(1, 0, 2))
             scores = q @ k
             scores *= scale
-            context[row] = (_softmax_inplace(scores, keep[row]) @ v).transpose(1, 0, 2)
+            padded = keep[row] if lengths[row] < seq else None
+            context[row] = _attend(scores, padded, v).transpose(1, 0, 2)
         merged = context.reshape(batch * seq, hidden)
         attended = _layer_norm(
             merged @ layer.out_w + layer.out_b + flat, layer.ln1_g, layer.ln1_b, eps
