@@ -1,7 +1,11 @@
 """The documentation's code runs.
 
-- Every ```` ```python ```` block of the README and of ``docs/*.md`` without a title is
-  executed, page by page, in one namespace per page (like a reader pasting them in order).
+- Every ```` ```python ```` block (without a title) of the pages in :data:`RUNNABLE_PAGES`
+  (the README, getting started, concepts, configuration, the plugin tutorial) is
+  executed, page by page, in one namespace per page, like a reader pasting them in
+  order; top-level ``await`` is allowed. Python blocks of every other page under
+  ``docs/`` must at least compile, and ``tether.toml`` blocks of every page must be a
+  valid configuration.
 - Blocks with ``title="path"`` are files of the plugin tutorial
   (``docs/writing-a-tool-plugin.md``): they are written out, the distribution is built and
   installed, its own tests are run with pytest, ``tether plugins`` must find it and a
@@ -11,11 +15,15 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import inspect
 import json
 import linecache
 import re
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,27 +82,58 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("TETHER_MODEL", raising=False)
 
 
-SNIPPET_PAGES = [
-    p for p in PAGES if any(b.language == "python" and b.title is None for b in code_blocks(p))
+RUNNABLE_PAGES = [
+    ROOT / "README.md",
+    DOCS / "getting-started.md",
+    DOCS / "concepts.md",
+    DOCS / "configuration.md",
+    TUTORIAL,
 ]
+"""Pages whose examples promise to run as written (other pages may show fragments)."""
 
 
-@pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def _snippets(page: Path) -> list[tuple[str, str]]:
+    """(filename for tracebacks, code) of the page's untitled Python blocks."""
+    found = []
+    for block in code_blocks(page):
+        if block.language == "python" and block.title is None:
+            filename = f"{page.name}, block at line {block.line}"
+            # Registered so that a failure's traceback shows the documentation's lines.
+            linecache.cache[filename] = (
+                len(block.code),
+                None,
+                block.code.splitlines(True),
+                filename,
+            )
+            found.append((filename, block.code))
+    return found
+
+
+def _compile(code: str, filename: str) -> types.CodeType:
+    return compile(code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_python_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snippets = _snippets(page)
+    assert snippets, f"{page.name} promises runnable examples but has no python block"
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
-    for block in code_blocks(page):
-        if block.language != "python" or block.title is not None:
-            continue
-        filename = f"{page.name}, block at line {block.line}"
-        # Registered so that a failure's traceback shows the documentation's lines.
-        linecache.cache[filename] = (len(block.code), None, block.code.splitlines(True), filename)
-        exec(compile(block.code, filename, "exec"), namespace)
+    for filename, code in snippets:
+        compiled = _compile(code, filename)
+        if compiled.co_flags & inspect.CO_COROUTINE:
+            asyncio.run(eval(compiled, namespace))
+        else:
+            exec(compiled, namespace)
 
 
-def test_every_page_has_runnable_examples_where_promised() -> None:
-    names = {p.name for p in SNIPPET_PAGES}
-    assert {"README.md", "getting-started.md", "concepts.md"} <= names
+OTHER_PAGES = [p for p in PAGES if p not in RUNNABLE_PAGES and _snippets(p)]
+
+
+@pytest.mark.parametrize("page", OTHER_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_snippets_of_other_pages_compile(page: Path) -> None:
+    for filename, code in _snippets(page):
+        _compile(code, filename)
 
 
 # -- configuration ------------------------------------------------------------------------------
