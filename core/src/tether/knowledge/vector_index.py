@@ -126,7 +126,11 @@ class VectorIndex:
             return np.arange(n)
         histogram = np.bincount(distance, minlength=int(distance.max()) + 1)
         cutoff = int(np.searchsorted(np.cumsum(histogram), count))
-        return np.flatnonzero(distance <= cutoff)
+        # Everything closer than the cutoff distance, then as many at the cutoff as fit:
+        # exactly ``count`` rows to gather, however crowded the cutoff bucket is.
+        closer = np.flatnonzero(distance < cutoff)
+        at_cutoff = np.flatnonzero(distance == cutoff)[: count - closer.size]
+        return np.concatenate([closer, at_cutoff])
 
     def _reserve(self, size: int) -> None:
         capacity = self._matrix.shape[0]
