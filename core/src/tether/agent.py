@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,9 @@ class Agent:
         a fresh in-memory session; pass a session to ``run``/``stream`` per call instead.
     :param compaction: a strategy name (``"summarize"``, ``"truncate"``, ``"none"``) or
         object; defaults to the configured strategy.
-    :param memory: cross-session memory whose snapshot is added to the system prompt.
+    :param memory: cross-session memory (:class:`~tether.memory.CrossSessionMemory`): its
+        snapshot is added to the system prompt once per session (and again after a
+        compaction), and its ``memory`` tool is offered unless already listed.
     :param limits: run limits (``LimitsConfig`` or a mapping of its fields).
     :param config: configuration; loaded from ``tether.toml`` and the environment when
         omitted.
@@ -249,6 +252,10 @@ class Agent:
                     **configured.get(group or "", {}),
                     **configured.get(item.name, {}),
                 }
+        memory_tool = getattr(self.memory, "tool", None)
+        if isinstance(memory_tool, Tool) and memory_tool.name not in resolved:
+            resolved[memory_tool.name] = memory_tool
+            settings[memory_tool.name] = dict(configured.get(memory_tool.name, {}))
         return resolved, settings
 
     def _resolve_compaction(self) -> CompactionStrategy:
@@ -270,17 +277,20 @@ class Agent:
 
     def _with_memory(self, settings: RunSettings, session: Session) -> RunSettings:
         """Settings whose system prompt carries the memory snapshot taken when ``session``
-        was first run by this agent, so the prompt stays byte-stable for that session."""
+        was first run by this agent, so the prompt stays byte-stable for that session.
+        After a compaction (the cached prefix is gone anyway) the snapshot is taken anew."""
+        base = settings.system
+
+        def take_snapshot() -> str:
+            snapshot = self.memory.snapshot()
+            system = f"{base}\n\n{snapshot}".strip() if snapshot else base
+            self._system_by_session[session.id] = system
+            return system
+
         system = self._system_by_session.get(session.id)
         if system is None:
-            snapshot = self.memory.snapshot()
-            system = f"{settings.system}\n\n{snapshot}".strip() if snapshot else settings.system
-            self._system_by_session[session.id] = system
-        if system == settings.system:
-            return settings
-        from dataclasses import replace
-
-        return replace(settings, system=system)
+            system = take_snapshot()
+        return replace(settings, system=system, refresh_system=take_snapshot)
 
 
 def _as_message(prompt: Prompt) -> Message:

@@ -22,7 +22,7 @@ import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
@@ -96,6 +96,8 @@ class RunSettings:
     observers: Sequence[Callable[[RunEvent], None]]
     cwd: Any
     env: dict[str, str]
+    refresh_system: Callable[[], str] | None = None
+    """Called after a compaction for a new system prompt (e.g. a fresh memory snapshot)."""
 
 
 class Run:
@@ -537,6 +539,8 @@ class Run:
             return
         before = len(messages)
         self.session.replace(outcome.messages)
+        if s.refresh_system is not None:
+            self.s = replace(s, system=s.refresh_system())
         self.reported_input = None
         self.reported_messages = 0
         yield Compaction(
