@@ -261,6 +261,10 @@ def anthropic_text(index: int, text: str) -> list[Event]:
     ]
 
 
+def anthropic_redacted_thinking(index: int, data: str) -> list[Event]:
+    return [_a_start(index, {"type": "redacted_thinking", "data": data}), _a_stop(index)]
+
+
 def anthropic_tool_use(index: int, call_id: str, name: str, arguments: Json) -> list[Event]:
     raw = json.dumps(arguments)
     return [
@@ -332,6 +336,9 @@ def anthropic_violations(body: Json, ledger: Ledger) -> list[str]:
         problems.extend(_anthropic_pairing(messages, i))
     if uses_tools and not body.get("tools"):
         problems.append("tool_use/tool_result blocks require the request to define tools")
+    breakpoints = sum(path.endswith(".cache_control.type") for path, _ in strings(body))
+    if breakpoints > 4:
+        problems.append(f"{breakpoints} cache_control breakpoints; at most 4 are allowed")
     problems.extend(_anthropic_thinking_config(body))
     return problems
 

@@ -60,12 +60,15 @@ GEMINI_3 = "gemini-3-flash-preview"
 GEMINI_25 = "gemini-2.5-flash"
 
 CHART_PNG = wire.tiny_png((30, 120, 200))
+HARBOUR_PNG = wire.tiny_png((10, 90, 60))
+HARBOUR_PROMPT = "When are the tides there today? This is the harbour now."
 FORECASTS = {
     "Lisbon": "Lisbon: sunny, 24°C, wind NW 12 km/h",
     "Porto": "Porto: light rain, 19°C, wind W 20 km/h",
     "Faro": "Faro: clear, 27°C, wind S 8 km/h",
 }
 TIDES = "Lisbon tides: high 06:12 (3.4 m) and 18:40 (3.6 m), low 00:05 and 12:27"
+TIDES_ERROR = "no tide table for Faro"
 
 
 @tether.tool
@@ -83,7 +86,9 @@ def render_chart(city: str) -> list[TextBlock | ImageBlock]:
 @tether.tool
 def get_tides(port: str) -> str:
     """Tide times for a port."""
-    return TIDES if port == "Lisbon" else f"No tide table for {port}."
+    if port != "Lisbon":
+        raise ValueError(TIDES_ERROR.replace("Faro", port))
+    return TIDES
 
 
 TOOLS = [get_forecast, render_chart, get_tides]
@@ -107,7 +112,7 @@ ANSWERS = (
 )
 TURNS = (
     ("anthropic", "What's the weather in Lisbon? Show me a chart."),
-    ("openai", "When are the tides there today?"),
+    ("openai", [TextBlock(text=HARBOUR_PROMPT), ImageBlock.from_bytes(HARBOUR_PNG)]),
     ("google", "Compare Porto and Faro for tomorrow."),
     ("anthropic", "Sum it all up in one line."),
     ("openai", "Which city first?"),
@@ -126,17 +131,19 @@ def _signature(label: str, size: int = 96) -> str:
 def _script_anthropic(server: FakeServer, ledger: Any) -> dict[str, str]:
     origin = f"anthropic/{CLAUDE}"
     a1 = ledger.issue(origin, _signature("claude-turn-1"), THINK_A1)
+    a1_redacted = ledger.issue(origin, "EmwKAhgBEgy" + _signature("claude-redacted"))
     a4 = ledger.issue(origin, _signature("claude-turn-4"), THINK_A4)
     server.queue(
         wire.anthropic_reply(
             CLAUDE,
             wire.anthropic_thinking(0, THINK_A1, a1),
-            wire.anthropic_text(1, "I'll fetch the forecast and draw a chart."),
+            wire.anthropic_redacted_thinking(1, a1_redacted),
+            wire.anthropic_text(2, "I'll fetch the forecast and draw a chart."),
             wire.anthropic_tool_use(
-                2, "toolu_01A09q90qw90lq917835lq9", "get_forecast", {"city": "Lisbon"}
+                3, "toolu_01A09q90qw90lq917835lq9", "get_forecast", {"city": "Lisbon"}
             ),
             wire.anthropic_tool_use(
-                3, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "render_chart", {"city": "Lisbon"}
+                4, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "render_chart", {"city": "Lisbon"}
             ),
             stop_reason="tool_use",
         ),
@@ -148,7 +155,7 @@ def _script_anthropic(server: FakeServer, ledger: Any) -> dict[str, str]:
             stop_reason="end_turn",
         ),
     )
-    return {"a1": a1, "a4": a4}
+    return {"a1": a1, "a1_redacted": a1_redacted, "a4": a4}
 
 
 def _script_responses(server: FakeServer, ledger: Any) -> dict[str, str]:
@@ -210,6 +217,7 @@ def _script_gemini(server: FakeServer, ledger: Any, gemini: str) -> dict[str, st
             [
                 part(call=("get_forecast", {"city": "Porto"}), signature=g1_call),
                 part(call=("get_forecast", {"city": "Faro"})),
+                part(call=("get_tides", {"port": "Faro"})),
             ],
         ),
         wire.gemini_reply(gemini, [part(text=ANSWERS[2], signature=g3)]),
@@ -426,6 +434,8 @@ def test_earlier_turns_reach_every_later_provider(
         (TIDES, after_tools[1]),
         (FORECASTS["Porto"], after_tools[2]),
         (FORECASTS["Faro"], after_tools[2]),
+        (TIDES_ERROR, after_tools[2]),
+        (HARBOUR_PROMPT, first_request_of_turn(1)),
         *((answer, first_request_of_turn(turn + 1)) for turn, answer in enumerate(ANSWERS[:-1])),
     ]
     missing = [
@@ -435,12 +445,52 @@ def test_earlier_turns_reach_every_later_provider(
         if not wire.contains_text(conversation.sent[i][1], fact)
     ]
     assert missing == []
-    without_chart = [
-        i
-        for i in range(after_tools[0], len(conversation.sent))
-        if not wire.contains_image(conversation.sent[i][1], CHART_PNG)
+    images = [(CHART_PNG, after_tools[0]), (HARBOUR_PNG, first_request_of_turn(1))]
+    without_image = [
+        (image == CHART_PNG, i)
+        for image, first in images
+        for i in range(first, len(conversation.sent))
+        if not wire.contains_image(conversation.sent[i][1], image)
     ]
-    assert without_chart == []
+    assert without_image == []
+
+
+@pytest.mark.parametrize(("openai_api", "gemini"), SCENARIOS)
+def test_a_failed_tool_call_stays_an_error_for_every_later_provider(
+    conversation_of: Callable[[str, str], Conversation], openai_api: str, gemini: str
+) -> None:
+    conversation = conversation_of(openai_api, gemini)
+    unmarked = [
+        (i, label)
+        for i, (label, body) in enumerate(conversation.sent[5:], start=5)
+        if not _marked_as_error(label, body, TIDES_ERROR)
+    ]
+    assert unmarked == []
+
+
+def _marked_as_error(label: str, body: Any, text: str) -> bool:
+    """Whether the tool result holding ``text`` reaches the API as a failure: Anthropic's
+    ``is_error``, Gemini's ``error`` key, or (OpenAI has no flag) text opening with "Error"."""
+    if label == "anthropic":
+        return any(
+            b.get("type") == "tool_result" and text in str(b.get("content")) and b.get("is_error")
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+        )
+    if label == "google":
+        return any(
+            text in str(p["functionResponse"]["response"].get("error", ""))
+            for c in body["contents"]
+            for p in c["parts"]
+            if "functionResponse" in p
+        )
+    outputs = (
+        [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if label == "chat"
+        else [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+    )
+    return any(isinstance(o, str) and text in o and o.startswith("Error") for o in outputs)
 
 
 @pytest.mark.parametrize(("openai_api", "gemini"), SCENARIOS)
@@ -453,10 +503,18 @@ def test_reasoning_goes_back_natively_only_to_the_model_that_produced_it(
 
     # Claude gets its signed thinking back in the tool loop and, after two other
     # providers, turns later; nobody else's reasoning is native there.
-    assert conversation.sent[1][1]["messages"][1]["content"][0] == a1
+    redacted = {"type": "redacted_thinking", "data": sig["a1_redacted"]}
+    assert conversation.sent[1][1]["messages"][1]["content"][:2] == [a1, redacted]
     later = conversation.sent[first_request_of_turn(3)][1]["messages"]
-    assert _native_reasoning("anthropic", {"messages": later}) == [THINK_A1]
-    assert later[1]["content"][0] == a1
+    native = [
+        b
+        for m in later
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] in ("thinking", "redacted_thinking")
+    ]
+    assert native == [a1, redacted]
+    assert later[1]["content"][:2] == [a1, redacted]
 
     # OpenAI's reasoning items go back with their encrypted content, in the tool loop and
     # in later turns, each with the item it belongs with.
