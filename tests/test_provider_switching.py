@@ -99,7 +99,7 @@ THINK_A4 = "Summarise all three cities from the earlier tool results."
 THINK_O1 = "Tides matter for the boat trip; look up Lisbon's tide table."
 THINK_O2 = "Combine the tide times with the forecast already given."
 THINK_O5 = "Faro is the warmest; the tides only matter in Lisbon."
-THINK_G1 = "Compare Porto and Faro: two forecasts, fetched in parallel."
+THINK_G1 = "Compare Porto and Faro: both forecasts and the Faro tides, in parallel."
 THINK_G6 = "Rain in Porto means a light jacket."
 
 ANSWERS = (
@@ -110,7 +110,7 @@ ANSWERS = (
     "Start in Faro, then Lisbon for the evening tide.",
     "Pack sunscreen and a light rain jacket for Porto.",
 )
-TURNS = (
+TURNS: tuple[tuple[str, str | list[TextBlock | ImageBlock]], ...] = (
     ("anthropic", "What's the weather in Lisbon? Show me a chart."),
     ("openai", [TextBlock(text=HARBOUR_PROMPT), ImageBlock.from_bytes(HARBOUR_PNG)]),
     ("google", "Compare Porto and Faro for tomorrow."),
