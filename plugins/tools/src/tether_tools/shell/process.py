@@ -76,8 +76,10 @@ async def run_process(
     """
     loop = asyncio.get_running_loop()
     read_end, write_end = os.pipe()
-    try:
-        process = await asyncio.create_subprocess_exec(
+    # Shielded: asyncio's own clean-up for a spawn cancelled half-way kills only the
+    # leader, leaving the children it already started running. We kill the whole group.
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
             env=dict(env),
@@ -86,6 +88,14 @@ async def run_process(
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )
+    )
+    try:
+        try:
+            process = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            if not spawn.cancelled() and (spawned := await _settled(spawn)) is not None:
+                await _kill_group(spawned, loop.create_future())
+            raise
     except BaseException:
         os.close(read_end)
         raise
@@ -123,8 +133,31 @@ async def run_process(
         if process.returncode is None or _group_alive(process.pid):
             await _kill_group(process, closed)
         loop.remove_reader(read_end)
+        _drain(read_end, output)  # what the group wrote before it died, not yet read
         os.close(read_end)
     return CommandResult(None if timed_out else process.returncode, output, timed_out)
+
+
+def _drain(read_end: int, output: CappedOutput) -> None:
+    """Read whatever is still buffered in the (non-blocking) pipe."""
+    while True:
+        try:
+            data = os.read(read_end, 65536)
+        except OSError:  # BlockingIOError included: nothing more is buffered
+            return
+        if not data:
+            return
+        output.feed(data)
+
+
+async def _settled(
+    spawn: asyncio.Future[asyncio.subprocess.Process],
+) -> asyncio.subprocess.Process | None:
+    """The process a shielded spawn produced, or None if starting it failed."""
+    try:
+        return await spawn
+    except Exception:
+        return None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -150,3 +183,34 @@ async def _kill_group(process: asyncio.subprocess.Process, closed: asyncio.Futur
             os.killpg(pgid, signal.SIGKILL)
     if process.returncode is None:
         await process.wait()
+    await _until_group_dead(pgid)
+
+
+async def _until_group_dead(pgid: int, limit: float = 2.0) -> None:
+    """Return once no member of the group is still running (zombies count as dead).
+
+    A signal is delivered asynchronously: right after ``killpg`` a member may still be
+    on its way out. Waiting here means a caller that regains control can rely on the
+    command's processes being gone. Bounded by ``limit`` seconds.
+    """
+    deadline = asyncio.get_running_loop().time() + limit
+    while _running_members(pgid) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110 - /proc offers nothing to wait on
+        await asyncio.sleep(0.01)
+
+
+def _running_members(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is running. Reads /proc on Linux; elsewhere
+    asks the kernel with signal 0 (which also counts zombies)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return _group_alive(pgid)
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
