@@ -1,11 +1,15 @@
-"""tether's own components, registered through the same hooks as any plugin."""
+"""tether's own components, registered through the same hooks as any plugin.
+
+The one exception is the CLI's own sub-commands: they are listed in
+``tether.cli.BUILTIN_COMMANDS`` so that ``tether --help`` can name them without loading
+any plugin.
+"""
 
 from __future__ import annotations
 
 from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
 from .hookspecs import hookimpl
 from .registry import (
-    CommandRegistrar,
     CompactionStrategyRegistrar,
     MemoryBackendRegistrar,
     SessionStoreRegistrar,
@@ -39,14 +43,3 @@ def register_tools(tools: ToolRegistrar) -> None:
     from .knowledge.tool import kb_toolset
 
     tools.add(kb_toolset())
-
-
-@hookimpl
-def register_commands(commands: CommandRegistrar) -> None:
-    from .cli.kb import kb
-    from .cli.memory import memory
-    from .cli.sessions import sessions
-
-    commands.add(kb)
-    commands.add(memory)
-    commands.add(sessions)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .errors import ConfigError, UnknownProviderError
 from .registry import ProviderRegistrar
 
-__all__ = ["ModelRef", "parse_model_string"]
+__all__ = ["ModelRef", "parse_model_string", "unknown_provider_message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ def parse_model_string(
         name, _, model_id = resolved.partition("/")
         if name not in providers:
             raise UnknownProviderError(
-                _unknown_provider(name, installed), name=name, installed=installed
+                unknown_provider_message(name, installed), name=name, installed=installed
             )
         if not model_id:
             raise ConfigError(f'Model string "{original}" names no model after "{name}/".')
@@ -62,11 +62,20 @@ def parse_model_string(
     return ModelRef(bare, resolved)
 
 
-def _unknown_provider(name: str, installed: list[str]) -> str:
+def unknown_provider_message(name: str, installed: list[str]) -> str:
+    """``No provider named "x". Did you mean ...? Installed: ...`` with what to do."""
     near = difflib.get_close_matches(name, installed, n=3, cutoff=0.6)
-    did_you_mean = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-    install = f" Install its plugin, e.g. `pip install tether-{name}`." if not near else ""
-    return f'No provider named "{name}".{did_you_mean} Installed: {_listing(installed)}.{install}'
+    if near:
+        return (
+            f'No provider named "{name}". Did you mean {" or ".join(repr(n) for n in near)}? '
+            f"Installed: {', '.join(installed)}."
+        )
+    if not installed:
+        return f'No provider named "{name}": no provider plugin is installed. Install it: pip install tether-{name}'
+    return (
+        f'No provider named "{name}". Installed: {", ".join(installed)}. '
+        f"If it comes from a plugin, install it: pip install tether-{name}"
+    )
 
 
 def _listing(names: list[str]) -> str:

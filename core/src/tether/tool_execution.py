@@ -143,7 +143,7 @@ def rehome_images(
                 images.append(block)
             else:
                 kept.append(block)
-        note = f"[{count} image(s) from this result are attached in the next user message]"
+        note = f"\n[{count} image(s) from this result are attached in the next user message]"
         kept.append(TextBlock(text=note))
         moved.append(result.model_copy(update={"content": kept}))
         images.insert(

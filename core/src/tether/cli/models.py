@@ -50,14 +50,14 @@ def catalogue_report(state: CliState, names: Sequence[str] = ()) -> dict[str, An
     Raises :class:`~tether.errors.UnknownProviderError` for a name no plugin registers.
     """
     from ..errors import UnknownProviderError
-    from ..resolve import _unknown_provider
+    from ..resolve import unknown_provider_message
 
     registrar = state.plugin_manager().providers
     config = state.config()
     for name in names:
         if name not in registrar:
             raise UnknownProviderError(
-                _unknown_provider(name, registrar.names()), name=name, installed=registrar.names()
+                unknown_provider_message(name, registrar.names()), name=name, installed=registrar.names()
             )
     selected = list(names) or registrar.names()
     entries: list[dict[str, Any]] = []
