@@ -11,7 +11,7 @@ from tether.cancel import CancelToken
 from tether.compaction import CompactionContext, CompactionResult
 from tether.config import Config, LimitsConfig
 from tether.errors import AuthenticationError, ContextOverflowError, ServerError
-from tether.events import Compaction, Retry, TextDelta, ToolStart
+from tether.events import Compaction, Retry, TextDelta, ToolEnd, ToolStart
 from tether.messages import Message, Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.result import Outcome
@@ -194,9 +194,12 @@ async def test_cancel_token_during_a_tool_interrupts_it_and_keeps_the_invariant(
         token.cancel("user pressed stop")
 
     canceller = asyncio.create_task(cancel_when_started())
-    result = await agent.run("go", session=session, cancel=token)
+    events = [e async for e in agent.stream("go", session=session, cancel=token)]
     await canceller
+    result = events[-1].result  # type: ignore[union-attr]
     assert result.outcome is Outcome.CANCELLED and cancelled.is_set()
+    ends = {e.call_id: e for e in events if isinstance(e, ToolEnd)}
+    assert len(ends) == 2 and ends["call_1"].is_error  # the interrupted call is reported too
     results = session.messages[-1].tool_results
     assert (
         results[0].is_error

@@ -142,6 +142,9 @@ class Run:
         self._task: asyncio.Task[Any] | None = None
         self._armed = False
         self._latency = 0.0
+        self._late_ends: list[ToolEnd] = []
+        """ToolEnd events not yielded when they happened (the run was being interrupted):
+        calls answered as interrupted, and calls that finished just before. Yielded before Done."""
 
     # -- public ------------------------------------------------------------------------------
     async def events(self) -> AsyncIterator[RunEvent]:
@@ -214,6 +217,8 @@ class Run:
                 async for event in self._maybe_compact(force=False):
                     yield event
         except LimitExceeded as exc:
+            for end in self._late_ends:
+                yield end
             yield Done(self._result(Outcome.LIMIT, stop_reason, exc))
             return
         except asyncio.CancelledError:
@@ -221,6 +226,8 @@ class Run:
             task = self._task
             if self.cancel.cancelled and task is not None and task.cancelling():
                 task.uncancel()
+                for end in self._late_ends:
+                    yield end
                 yield Done(
                     self._result(
                         Outcome.CANCELLED,
@@ -232,6 +239,8 @@ class Run:
             raise
         except RunCancelled as exc:
             self._answer_open_calls()
+            for end in self._late_ends:
+                yield end
             yield Done(self._result(Outcome.CANCELLED, stop_reason, exc))
             return
         except BaseException:
@@ -412,15 +421,19 @@ class Run:
                     call = calls[index]
                     yield ToolEnd(call.id, call.name, result, time.perf_counter() - began)
         finally:
-            # Keep what finished before an interruption; cancel the rest.
-            for task, (index, _) in started.items():
+            # Keep what finished before an interruption (reported before Done); cancel the rest.
+            for task, (index, began) in started.items():
                 if (
                     results[index] is None
                     and task.done()
                     and not task.cancelled()
                     and task.exception() is None
                 ):
-                    results[index] = task.result()
+                    results[index] = result = task.result()
+                    call = calls[index]
+                    self._late_ends.append(
+                        ToolEnd(call.id, call.name, result, time.perf_counter() - began)
+                    )
             for task in pending:
                 task.cancel()
             if pending:
@@ -429,10 +442,12 @@ class Run:
     def _write_results(
         self, calls: list[ToolCallBlock], results: list[ToolResultBlock | None]
     ) -> None:
-        final = [
-            r if r is not None else interrupted_result(c.id, self._interrupt_reason())
-            for c, r in zip(calls, results, strict=True)
-        ]
+        final: list[ToolResultBlock] = []
+        for call, result in zip(calls, results, strict=True):
+            if result is None:
+                result = interrupted_result(call.id, self._interrupt_reason())
+                self._late_ends.append(ToolEnd(call.id, call.name, result, 0.0))
+            final.append(result)
         self.tool_calls += len(final)
         for result in final:
             if result.is_error:
