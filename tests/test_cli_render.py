@@ -171,7 +171,7 @@ def test_json_writes_one_parseable_object_per_event() -> None:
     ]  # fmt: skip
     assert objects[6] == {
         "type": "tool_end", "call_id": "c2", "name": "shell", "is_error": True,
-        "duration": 0.01, "content": "Refused: dangerous",
+        "interrupted": False, "duration": 0.01, "content": "Refused: dangerous",
     }  # fmt: skip
     assert objects[7]["error_type"] == "RateLimitError" and objects[7]["delay"] == 2.0
     assert objects[9]["usage"]["input_tokens"] == 1200 and objects[9]["stop_reason"] == "end_turn"

@@ -66,6 +66,8 @@ class ToolEnd:
     name: str
     result: ToolResultBlock
     duration: float
+    interrupted: bool = False
+    """The call did not finish: the run was cancelled or hit a limit while it ran."""
 
     @property
     def is_error(self) -> bool:

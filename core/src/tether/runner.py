@@ -446,7 +446,7 @@ class Run:
         for call, result in zip(calls, results, strict=True):
             if result is None:
                 result = interrupted_result(call.id, self._interrupt_reason())
-                self._late_ends.append(ToolEnd(call.id, call.name, result, 0.0))
+                self._late_ends.append(ToolEnd(call.id, call.name, result, 0.0, interrupted=True))
             final.append(result)
         self.tool_calls += len(final)
         for result in final:

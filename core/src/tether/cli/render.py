@@ -173,6 +173,7 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
             "call_id": event.call_id,
             "name": event.name,
             "is_error": event.is_error,
+            "interrupted": event.interrupted,
             "duration": event.duration,
             "content": content
             if isinstance(content, str)
@@ -284,7 +285,9 @@ class PlainRenderer:
         elif isinstance(event, ToolEnd):
             self._running.pop(event.call_id, None)
             text = _first_line(_result_text(event.result))
-            if event.is_error:
+            if event.interrupted:
+                self._line(f"[tool] {event.name} interrupted")
+            elif event.is_error:
                 self._line(f"[tool] {event.name} failed: {text}")
             else:
                 self._line(f"[tool] {event.name} done in {event.duration:.2f}s: {text}")
@@ -368,7 +371,13 @@ class RichRenderer:
         elif isinstance(event, ToolEnd):
             self._running.pop(event.call_id, None)
             text = _first_line(_result_text(event.result))
-            if event.is_error:
+            if event.interrupted:
+                self._line(
+                    Text.assemble(
+                        ("  ✗ ", "bold red"), (event.name, "red"), (": interrupted", "red")
+                    )
+                )
+            elif event.is_error:
                 self._line(
                     Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red"))
                 )
