@@ -25,6 +25,7 @@ from ..events import (
     Done,
     Retry,
     RunEvent,
+    SessionRepaired,
     TextDelta,
     ThinkingDelta,
     ToolEnd,
@@ -153,7 +154,7 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
 def event_to_dict(event: RunEvent) -> dict[str, Any]:
     """The ``--json`` form of an event: a flat object whose ``type`` names the event
     (``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_end``, ``compaction``,
-    ``retry``, ``turn_end``, ``done``). Errors are given as their message and class name.
+    ``retry``, ``turn_end``, ``session_repaired``, ``done``). Errors are given as their message and class name.
     """
     if isinstance(event, TextDelta):
         return {"type": "text_delta", "text": event.text}
@@ -222,6 +223,12 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
             "duration": result.duration,
             "error": str(result.error) if result.error is not None else None,
             "error_type": type(result.error).__name__ if result.error is not None else None,
+        }
+    if isinstance(event, SessionRepaired):
+        summary = getattr(event.report, "summary", None)
+        return {
+            "type": "session_repaired",
+            "summary": summary() if callable(summary) else str(event.report),
         }
     raise TypeError(f"Not a run event: {event!r}")
 
