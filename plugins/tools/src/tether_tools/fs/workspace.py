@@ -5,7 +5,7 @@ which answers with a real path (symlinks resolved) inside the root or raises a
 :class:`~tether.errors.ToolError` the model can act on. The rules:
 
 - The root is resolved once (``realpath``); containment is decided on resolved paths by
-  comparing path components, so ``/work/root-evil`` is not inside ``/work/root``.
+  comparing path components, so ``/srv/project-evil`` is not inside ``/srv/project``.
 - Relative paths are joined to the root; absolute paths are accepted only when they
   resolve inside it. ``a/../b`` is fine as long as the result stays inside.
 - Symlinks are followed, dangling ones included (a link whose target does not exist yet
