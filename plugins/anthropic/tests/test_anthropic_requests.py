@@ -77,7 +77,7 @@ async def test_foreign_history_is_valid_for_the_messages_api(fake_server, make_p
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     reply = messages[1]["content"]
     # foreign reasoning is plain text; foreign redacted reasoning is dropped
-    assert reply[0] == {"type": "text", "text": "I should open the file."}
+    assert reply[0] == {"type": "text", "text": "<thinking>\nI should open the file.\n</thinking>"}
     assert not any(b["type"] in ("thinking", "redacted_thinking") for b in reply)
     tool_use = reply[-1]
     assert tool_use["type"] == "tool_use" and tool_use["input"] == {"path": "chart.png"}
@@ -110,7 +110,7 @@ async def test_thinking_from_another_claude_model_is_downgraded(fake_server, mak
         fake_server, make_provider, wire, ModelRequest(model=wire.MODEL, messages=history)
     )
     assert sent["messages"][1]["content"] == [
-        {"type": "text", "text": "deep thought"},
+        {"type": "text", "text": "<thinking>\ndeep thought\n</thinking>"},
         {"type": "text", "text": "a"},
     ]
 

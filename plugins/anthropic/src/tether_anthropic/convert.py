@@ -232,7 +232,8 @@ def _thinking_block(block: ThinkingBlock, *, replay: bool) -> Json | None:
         return {"type": "thinking", "thinking": block.text, "signature": block.signature}
     if block.redacted or not block.text.strip():
         return None
-    return {"type": "text", "text": block.text}
+    # Another model's reasoning: kept as marked text, as the other providers do.
+    return {"type": "text", "text": f"<thinking>\n{block.text}\n</thinking>"}
 
 
 def _user_blocks(message: Message) -> list[Json]:
