@@ -185,7 +185,7 @@ def tune(
 ) -> tuple[float, float, float]:
     best = (-1.0, 60.0, 1.0)
     for rrf_k, kw in itertools.product(
-        (5, 10, 20, 30, 45, 60, 80, 100, 150),
+        (1, 2, 3, 5, 8, 10, 15, 20, 30, 45, 60, 80, 100, 150),
         (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0),
     ):
         ndcg, _ = evaluate(fused_runs(ranks, rrf_k, kw, 1.0), judged)
