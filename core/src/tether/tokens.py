@@ -26,6 +26,7 @@ and they are scaled by how far the estimate was off for the reported part.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from zlib import adler32
@@ -204,8 +205,48 @@ def estimate_message(message: Message) -> int:
 
 
 def estimate_messages(messages: Sequence[Message]) -> int:
-    """Estimated tokens of ``messages``."""
-    return sum(estimate_message(m) for m in messages)
+    """Estimated tokens of ``messages``.
+
+    Called after every tool round on a history that only grows, so it is incremental: the
+    total of a history seen before (same first message, and the message where the last
+    count ended is still in place) is extended by the new messages only, and each
+    message's estimate is remembered. Messages are treated as immutable once they are in a
+    history (a message whose number of blocks changed is estimated anew).
+    """
+    count = len(messages)
+    if count == 0:
+        return 0
+    first = messages[0]
+    known = _RUNNING_TOTALS.get(id(first))
+    start, total = 0, 0
+    if known is not None:
+        first_ref, last_ref, seen, seen_total = known
+        if first_ref() is first and seen <= count and last_ref() is messages[seen - 1]:
+            start, total = seen, seen_total
+    for index in range(start, count):
+        total += _message_tokens(messages[index])
+    if len(_RUNNING_TOTALS) >= _CACHE_LIMIT:
+        _RUNNING_TOTALS.clear()
+    _RUNNING_TOTALS[id(first)] = (weakref.ref(first), weakref.ref(messages[-1]), count, total)
+    return total
+
+
+_CACHE_LIMIT = 4096
+_RUNNING_TOTALS: dict[int, tuple[weakref.ref[Message], weakref.ref[Message], int, int]] = {}
+_MESSAGE_TOKENS: dict[int, tuple[weakref.ref[Message], int, int]] = {}
+
+
+def _message_tokens(message: Message) -> int:
+    key = id(message)
+    known = _MESSAGE_TOKENS.get(key)
+    blocks = len(message.content)
+    if known is not None and known[0]() is message and known[1] == blocks:
+        return known[2]
+    tokens = estimate_message(message)
+    if len(_MESSAGE_TOKENS) >= _CACHE_LIMIT * 64:
+        _MESSAGE_TOKENS.clear()
+    _MESSAGE_TOKENS[key] = (weakref.ref(message), blocks, tokens)
+    return tokens
 
 
 def estimate_tools(tools: Sequence[ToolDefinition]) -> int:
