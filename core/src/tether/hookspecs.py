@@ -76,7 +76,10 @@ def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
     Called once per plugin manager, the first time a memory backend is looked up.
 
     :param backends: call ``backends.add(name, factory)``; ``factory(**settings)``
-        returns a knowledge-base backend (see :mod:`tether.knowledge`).
+        returns a knowledge-base backend (the ``Backend`` protocol of
+        :mod:`tether.knowledge.backend`). ``settings`` are the ``[memory] settings`` of the
+        configuration plus ``data_dir``, the directory where a persistent backend keeps
+        its files (``<data dir>/knowledge`` unless configured).
     """
 
 
@@ -104,7 +107,10 @@ def register_embedders(embedders: EmbedderRegistrar) -> None:
     """Register text embedders for the knowledge base.
 
     :param embedders: call ``embedders.add(name, factory)``; ``factory(**settings)``
-        returns an object with ``embed(texts) -> list[list[float]]``.
+        returns a :class:`tether.knowledge.embedders.Embedder`: ``name``, ``dimensions``,
+        ``async embed(texts) -> list[list[float]]`` for documents and
+        ``async embed_query(text) -> list[float]`` for queries. Import heavy libraries
+        inside the factory, not at module import time.
     """
 
 
