@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC
 
 import pytest
 
@@ -372,3 +373,18 @@ async def test_a_hallucinated_tool_is_answered_and_listed_tools_are_offered() ->
     text = session.messages[2].tool_results[0].text
     assert "no tool named `delete_everything`" in text and "Available tools: add" in text
     assert_invariant(session.messages)
+
+
+def test_retry_after_headers_are_parsed_for_provider_plugins() -> None:
+    from datetime import datetime, timedelta
+    from email.utils import format_datetime
+
+    from tether.retry import parse_retry_after
+
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= (parse_retry_after({"retry-after": soon}) or 0) <= 30
+    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None and parse_retry_after(None) is None

@@ -7,8 +7,6 @@ an error can arrive inside a ``200`` stream as an SSE ``error`` event (typically
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,8 +22,9 @@ from tether.errors import (
     RateLimitError,
     ServerError,
 )
+from tether.retry import parse_retry_after
 
-__all__ = ["malformed_stream", "missing_key_error", "parse_retry_after", "translate"]
+__all__ = ["malformed_stream", "missing_key_error", "translate"]
 
 PROVIDER = "anthropic"
 
@@ -45,31 +44,6 @@ def missing_key_error(variable: str) -> AuthenticationError:
         f"`api_key_env` under [providers.anthropic] in tether.toml to name another one).",
         provider=PROVIDER,
     )
-
-
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait according to ``retry-after-ms`` or ``retry-after`` (seconds or an
-    HTTP date), or ``None`` if neither header is usable."""
-    if not headers:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(float(raw_ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def translate(exc: BaseException, key_variable: str) -> ProviderError | None:

@@ -39,6 +39,7 @@ from tether.errors import (
     RateLimitError,
     ServerError,
 )
+from tether.retry import parse_retry_after
 
 from .client import key_hint
 
@@ -162,22 +163,7 @@ def _retry_after(exc: Any, error: Mapping[str, Any]) -> float | None:
             match = _DURATION.match(str(detail.get("retryDelay", "")))
             if match:
                 return float(match.group(1))
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return float(millis) / 1000
-        except ValueError:
-            pass
-    seconds = headers.get("retry-after")
-    if seconds is not None:
-        try:
-            return float(seconds)
-        except ValueError:
-            return None
-    return None
+    return parse_retry_after(getattr(getattr(exc, "response", None), "headers", None))
 
 
 def _shorten(text: str, limit: int = 300) -> str:

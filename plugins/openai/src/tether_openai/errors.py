@@ -7,9 +7,7 @@ contain the API key (OpenAI echoes a masked key in some 401 messages; it is scru
 
 from __future__ import annotations
 
-import email.utils
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +25,7 @@ from tether.errors import (
     RefusalError,
     ServerError,
 )
+from tether.retry import parse_retry_after as retry_after
 
 __all__ = ["ErrorContext", "from_stream_error", "is_context_overflow", "retry_after", "translate"]
 
@@ -62,30 +61,6 @@ class ErrorContext:
         if self.secret:
             text = text.replace(self.secret, "***")
         return _KEYLIKE.sub("***", text)
-
-
-def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date)."""
-    if not headers:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(float(raw_ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def is_context_overflow(code: str | None, message: str) -> bool:
