@@ -268,3 +268,15 @@ def test_read_only_load_does_not_write(tmp_path: Path) -> None:
     with JsonlSession(path, read_only=True) as session:
         assert session.repair_report.counts() == {"interrupted_call": 1}
     assert path.read_bytes() == data
+
+
+def test_near_intact_histories_are_still_repaired() -> None:
+    """Histories one small step from intact: each is reported and repaired."""
+    reordered = [user("go", "u1"), asks("a1", "c1", "c2"), answers("t1", "c2", "c1")]
+    leading_tool = [answers("t0", "c0"), user("go", "u1")]
+    trailing_call = [user("go", "u1"), asks("a1", "c1")]
+    for history in (reordered, leading_tool, trailing_call):
+        repaired, report = repair_messages(history)
+        assert report, shape(history)
+        assert_invariant(repaired)
+    assert shape(repair_messages(reordered)[0])[2] == ("tool", ["result:c1", "result:c2"])

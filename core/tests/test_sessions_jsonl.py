@@ -183,3 +183,29 @@ def test_cli_repair_dry_run_then_repair(cli_store: SessionStore) -> None:
     assert code == 0 and "Repaired session broken" in out
     assert not load_session_file(path).report
     assert "nothing to repair" in run_cli("repair", "broken")[1]
+
+
+def test_loading_leaves_the_garbage_collector_as_the_application_set_it(tmp_path: Path) -> None:
+    import gc
+
+    path = tmp_path / "s.jsonl"
+    with JsonlSession(path, durable=False) as session:
+        session.replace([Message.user(f"message {n}") for n in range(50)])
+    kept = [object() for _ in range(10)]
+    gc.collect()
+    gc.freeze()  # an application that froze its start-up objects
+    frozen = gc.get_freeze_count()
+    try:
+        assert gc.isenabled()
+        with JsonlSession(path, read_only=True) as loaded:
+            assert len(loaded.messages) == 50
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == frozen
+        gc.disable()  # an application that runs without the collector
+        with JsonlSession(path, read_only=True) as loaded:
+            assert [m.text for m in loaded.messages][-1] == "message 49"
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+    assert kept

@@ -109,9 +109,52 @@ def repair_messages(messages: Sequence[Message]) -> tuple[list[Message], RepairR
     objects, so an intact history costs one pass and no copies.
     """
     report = RepairReport()
+    if _is_intact(messages):
+        return list(messages), report
     unique = _dedupe_messages(messages, report)
     renamed = _rename_duplicate_call_ids(unique, report)
     return _pair_results(renamed, report), report
+
+
+def _is_intact(messages: Sequence[Message]) -> bool:
+    """Whether repair would change nothing: one pass, no copies, for the common case.
+
+    True exactly when message ids are unique, tool-call ids are unique, every assistant
+    message with calls is directly followed by a ``tool`` message made only of their
+    results in call order, and every ``tool`` message is such an answer. Anything else
+    goes through the full repair, which then reports what it changed.
+    """
+    ids: set[str] = set()
+    call_ids: set[str] = set()
+    expected: list[str] | None = None  # call ids the next message must answer
+    for message in messages:
+        mid = message.meta.id
+        if mid in ids:
+            return False
+        ids.add(mid)
+        role = message.role
+        if expected is not None:
+            if role != "tool" or len(message.content) != len(expected):
+                return False
+            for block, call_id in zip(message.content, expected, strict=True):
+                if not isinstance(block, ToolResultBlock) or block.call_id != call_id:
+                    return False
+            expected = None
+            continue
+        if role == "tool":
+            return False
+        if role != "assistant":
+            continue
+        for block in message.content:
+            if isinstance(block, ToolCallBlock):
+                if block.id in call_ids:
+                    return False
+                call_ids.add(block.id)
+                if expected is None:
+                    expected = [block.id]
+                else:
+                    expected.append(block.id)
+    return expected is None
 
 
 # -- duplicate messages -------------------------------------------------------------------------
