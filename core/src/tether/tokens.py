@@ -2,10 +2,12 @@
 
 Counting tokens exactly needs each provider's tokenizer (and for some, a network call).
 The harness only needs to know, often and cheaply, how close a history is to the model's
-context window, so it estimates instead: :func:`estimate_tokens` classifies the UTF-8
-bytes of a text with two ``bytes.translate`` passes and a few dozen ``bytes.count``
-calls (all in C, no Python loop over characters) and combines the counts with weights
-fitted against OpenAI's ``o200k_base`` tokenizer. It has separate weights for
+context window, so it estimates instead: :func:`estimate_tokens` weighs the UTF-8 bytes
+of a text with ``bytes.translate`` tables and sums the weights with ``zlib.adler32`` (all
+in C, no Python loop over characters), with weights fitted against OpenAI's
+``o200k_base`` tokenizer. ASCII text, the bulk of what a coding agent sends, takes one
+table of per-byte weights; other text is weighed by pairs of neighbouring character
+classes. It has separate weights for
 
 - Latin text: words, capitalised and camel-case pieces, accented letters;
 - code and structure: punctuation runs, quotes, indentation, blank lines, digit runs;
@@ -126,6 +128,33 @@ _OFFSET = 64  # stored weights are shifted to be non-negative bytes
 _PAIR_WEIGHTS = bytes(
     _WEIGHTS_64THS[code >> 4][code & 15] + _OFFSET if code >> 4 < 16 else 0 for code in range(256)
 )
+# ASCII text is weighed byte by byte, in 1/40 token: in English prose and source code a
+# token is a word or identifier with its leading space, or a punctuation run, so the
+# per-byte weights of letters, spaces and punctuation carry the word and run lengths of
+# such text. Fitted by least squares (relative error) against o200k_base on a few thousand
+# samples of 0.4-4 kB of prose (package descriptions, licences, documentation), Python
+# source and JSON (indented and compact), with every weight at most 31 so that adler32
+# sums 2 kB in one call.
+_ASCII_UNIT = 40
+_ASCII_WEIGHTS = _table(
+    31,  # control characters (a token each), and bytes that never occur in ASCII text
+    {
+        bytes(range(0x61, 0x7B)): 8,  # lower-case letters
+        bytes(range(0x41, 0x5B)): 8,  # capitals
+        bytes(range(0x30, 0x3A)): 31,  # digits (grouped by up to three)
+        b" ": 3,
+        b"\n\r": 31,
+        b"\t": 31,
+        b'"': 22,
+        b"'`": 23,
+        b"()[]{}": 20,
+        b".,;:!?": 31,
+        b"=+-*/<>%&|^~": 15,
+        b"_": 2,
+        b"#@$\\": 30,
+    },
+)
+_ASCII_SLICE = 65_519 // max(_ASCII_WEIGHTS)  # adler32's byte sum over a slice never wraps
 _SLICE = 256  # 256 * 255 < 65521, so adler32's byte sum over a slice never wraps
 _START = 3 << 4  # the first character is weighted as if it followed a space
 _CHUNK = 16_384  # big-integer work stays in cache
@@ -134,19 +163,23 @@ _CHUNK = 16_384  # big-integer work stays in cache
 def estimate_tokens(text: str) -> int:
     """Estimated ``o200k_base`` token count of ``text`` (0 for an empty string).
 
-    How: each character becomes a 4-bit class; the classes are read as one big integer,
-    so ``classes | classes << 12`` pairs every class with its predecessor in one
-    operation; a translation table turns each pair into its weight; ``zlib.adler32``
-    sums the weights in C. Cost: a few passes over the bytes, no Python-level loop
-    per character.
+    How: ASCII text (prose, code, JSON) weighs each byte by its class in one
+    ``bytes.translate`` and sums the weights with ``zlib.adler32``. Other text gives each
+    character a 4-bit class; the classes are read as one big integer, so
+    ``classes | classes << 12`` pairs every class with its predecessor in one operation; a
+    translation table turns each pair into its weight; ``zlib.adler32`` sums the weights
+    in C. Cost: one to a few passes over the bytes, no Python-level loop per character.
     """
     if not text:
         return 0
-    raw = text.encode("utf-8", "surrogatepass")
     if text.isascii():
-        classes = raw.translate(_CLASS_OF_BYTE)
-    else:
-        classes = raw.translate(_CLASS_OF_BYTE, _CONTINUATION)
+        weights = text.encode("ascii").translate(_ASCII_WEIGHTS)
+        size = len(weights)
+        small = size <= _ASCII_SLICE
+        units = (adler32(weights) & 0xFFFF) - 1 if small else _ascii_units(weights)
+        return max(1, min(size, max(round(units / _ASCII_UNIT), size // 8)))
+    raw = text.encode("utf-8", "surrogatepass")
+    classes = raw.translate(_CLASS_OF_BYTE, _CONTINUATION)
     count = len(classes)
     total = 0
     for start in range(0, count, _CHUNK):
@@ -155,8 +188,21 @@ def estimate_tokens(text: str) -> int:
         else:  # one character of overlap gives the first one its predecessor
             total += _weight_sum(classes[start - 1 : start + _CHUNK], 0, skip_first=True)
     units = total - _OFFSET * count
-    # Never less than one token per 8 bytes (dense identifiers), nor more than one per byte.
-    return max(1, min(len(raw), max(round(units / _UNIT), len(raw) // 8)))
+    return _clamp(round(units / _UNIT), len(raw))
+
+
+def _ascii_units(weights: bytes) -> int:
+    """Sum of byte ``weights`` longer than one adler32 slice."""
+    view = memoryview(weights)
+    units = 0
+    for offset in range(0, len(weights), _ASCII_SLICE):
+        units += (adler32(view[offset : offset + _ASCII_SLICE]) & 0xFFFF) - 1
+    return units
+
+
+def _clamp(tokens: int, size: int) -> int:
+    """Never less than one token per 8 bytes (dense identifiers), nor more than one per byte."""
+    return max(1, min(size, max(tokens, size // 8)))
 
 
 def _weight_sum(classes: bytes, start: int, *, skip_first: bool = False) -> int:
