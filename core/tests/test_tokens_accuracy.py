@@ -284,6 +284,8 @@ def test_estimate_scales_with_length_and_handles_edge_cases() -> None:
     assert estimate_tokens("") == 0
     assert estimate_tokens("a") == 1
     assert estimate_tokens(ENGLISH * 10) == pytest.approx(10 * estimate_tokens(ENGLISH), rel=0.01)
+    for text in (CHINESE, KOREAN, MIXED):  # long texts are summed piecewise, exactly
+        assert estimate_tokens(text * 40) == pytest.approx(40 * estimate_tokens(text), rel=0.01)
     assert estimate_tokens("\ud800 lone surrogate") > 0  # never raises on odd strings
     blob = base64.b64encode(bytes(range(256)) * 40).decode()
     assert estimate_tokens(blob) >= len(blob) // 8
