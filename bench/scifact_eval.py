@@ -2,9 +2,10 @@
 
 For each backend (memory, sqlite, chroma) and each mode (keywords alone, vectors alone,
 hybrid), the 300 test claims are searched and the ranked documents scored against
-``qrels/test.tsv``. The fusion parameters (RRF k and the keyword weight, with the
-vector weight fixed at 1) are tuned on ``qrels/train.tsv`` only, then applied unchanged
-to the test set; the library's default parameters are reported beside them.
+``qrels/test.tsv``. The fusion parameters (for RRF the constant k and the keyword
+weight, for the convex combination of normalised scores the keyword weight; the vector
+weight fixed at 1) are tuned on ``qrels/train.tsv`` only, then applied unchanged to the
+test set; the library's default parameters are reported beside them.
 
 Each SciFact document (title and abstract) is indexed as one chunk, so a passage is a
 document. Corpus and query embeddings are cached under ``bench/.cache/``.
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from tether.knowledge.chunking import Chunk, Chunker
-from tether.knowledge.fusion import fuse
+from tether.knowledge.fusion import FusionMethod, fuse
 from tether.knowledge.knowledge_base import KnowledgeBase
 
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -169,26 +170,42 @@ async def rankings(
 
 
 def fused_runs(
-    ranks: dict[str, tuple[list[Chunk], list[Chunk]]], rrf_k: float, kw: float, vw: float
+    ranks: dict[str, tuple[list[Chunk], list[Chunk]]],
+    rrf_k: float,
+    kw: float,
+    vw: float,
+    method: FusionMethod = "rrf",
 ) -> dict[str, list[str]]:
     return {
         qid: [
             p.doc_id
-            for p in fuse(k_list, v_list, k=100, rrf_k=rrf_k, keyword_weight=kw, vector_weight=vw)
+            for p in fuse(
+                k_list,
+                v_list,
+                k=100,
+                rrf_k=rrf_k,
+                keyword_weight=kw,
+                vector_weight=vw,
+                method=method,
+            )
         ]
         for qid, (k_list, v_list) in ranks.items()
     }
 
 
+WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0)
+
+
 def tune(
-    ranks: dict[str, tuple[list[Chunk], list[Chunk]]], judged: dict[str, set[str]]
+    ranks: dict[str, tuple[list[Chunk], list[Chunk]]],
+    judged: dict[str, set[str]],
+    method: FusionMethod,
 ) -> tuple[float, float, float]:
+    """``(train nDCG@10, rrf_k, keyword_weight)`` of the best grid point of ``method``."""
     best = (-1.0, 60.0, 1.0)
-    for rrf_k, kw in itertools.product(
-        (1, 2, 3, 5, 8, 10, 15, 20, 30, 45, 60, 80, 100, 150),
-        (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0),
-    ):
-        ndcg, _ = evaluate(fused_runs(ranks, rrf_k, kw, 1.0), judged)
+    grid = (1, 2, 3, 5, 8, 10, 15, 20, 30, 45, 60, 80, 100, 150) if method == "rrf" else (60,)
+    for rrf_k, kw in itertools.product(grid, WEIGHTS):
+        ndcg, _ = evaluate(fused_runs(ranks, rrf_k, kw, 1.0, method), judged)
         if ndcg > best[0]:
             best = (ndcg, rrf_k, kw)
     return best
@@ -215,8 +232,9 @@ async def main() -> None:
     chunker = Chunker(max_chars=1_000_000, max_lines=1000, overlap_lines=0)
     depth = 400
     tuned: tuple[float, float, float] | None = None
+    convex: tuple[float, float, float] | None = None
     print(f"SciFact test: {len(test)} queries, {len(corpus)} documents; embedder: {args.embedder}")
-    print(f"{'backend':8} {'mode':22} {'nDCG@10':>8} {'R@100':>7}")
+    print(f"{'backend':8} {'mode':32} {'nDCG@10':>8} {'R@100':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.backends.split(","):
             kb = KnowledgeBase(make_backend(name, Path(tmp)), embedder, chunker=chunker)
@@ -227,25 +245,37 @@ async def main() -> None:
             test_ranks = await rankings(kb, queries, set(test), depth)
             if tuned is None and embedder is not None:
                 train_ranks = await rankings(kb, queries, set(train), depth)
-                tuned = tune(train_ranks, train)
+                tuned = tune(train_ranks, train, "rrf")
+                convex = tune(train_ranks, train, "convex")
                 print(
-                    f"(tuned on train: rrf_k={tuned[1]:g}, keyword_weight={tuned[2]:g}, vector_weight=1; train nDCG@10 {tuned[0]:.4f})"
+                    f"(tuned on train: rrf rrf_k={tuned[1]:g}, keyword_weight={tuned[2]:g}, "
+                    f"vector_weight=1: train nDCG@10 {tuned[0]:.4f}; convex "
+                    f"keyword_weight={convex[2]:g}, vector_weight=1: train nDCG@10 "
+                    f"{convex[0]:.4f})"
                 )
             rows = [("keywords", {q: docs_of(k)[:100] for q, (k, _) in test_ranks.items()})]
             if embedder is not None:
                 rows.append(("vectors", {q: docs_of(v)[:100] for q, (_, v) in test_ranks.items()}))
                 rows.append(
                     (
-                        f"hybrid default (k={kb.rrf_k:g},w={kb.keyword_weight:g})",
-                        fused_runs(test_ranks, kb.rrf_k, kb.keyword_weight, kb.vector_weight),
+                        f"hybrid default ({kb.fusion},k={kb.rrf_k:g},w={kb.keyword_weight:g})",
+                        fused_runs(
+                            test_ranks, kb.rrf_k, kb.keyword_weight, kb.vector_weight, kb.fusion
+                        ),
                     )
                 )
                 rows.append(("hybrid RRF k=60 w=1", fused_runs(test_ranks, 60, 1.0, 1.0)))
-                assert tuned is not None
+                assert tuned is not None and convex is not None
                 rows.append(
                     (
-                        f"hybrid tuned (k={tuned[1]:g},w={tuned[2]:g})",
+                        f"hybrid tuned rrf (k={tuned[1]:g},w={tuned[2]:g})",
                         fused_runs(test_ranks, tuned[1], tuned[2], 1.0),
+                    )
+                )
+                rows.append(
+                    (
+                        f"hybrid tuned convex (w={convex[2]:g})",
+                        fused_runs(test_ranks, 60, convex[2], 1.0, "convex"),
                     )
                 )
                 # the full path, KnowledgeBase.search, must agree with the fused rankings
@@ -254,14 +284,18 @@ async def main() -> None:
                     for q in list(test)[:20]
                 }
                 expected = fused_runs(
-                    {q: test_ranks[q] for q in full}, kb.rrf_k, kb.keyword_weight, kb.vector_weight
+                    {q: test_ranks[q] for q in full},
+                    kb.rrf_k,
+                    kb.keyword_weight,
+                    kb.vector_weight,
+                    kb.fusion,
                 )
                 assert full == expected, (
                     "KnowledgeBase.search disagrees with the fused backend rankings"
                 )
             for mode, runs in rows:
                 ndcg, recall = evaluate(runs, test)
-                print(f"{name:8} {mode:22} {ndcg:8.4f} {recall:7.4f}")
+                print(f"{name:8} {mode:32} {ndcg:8.4f} {recall:7.4f}")
             print(f"{name:8} (indexed {len(corpus)} documents in {build:.1f} s)")
             kb.close()
 

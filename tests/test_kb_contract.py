@@ -139,6 +139,41 @@ async def test_hybrid_rewards_agreement(kb: KnowledgeBase) -> None:
     assert len({(p.doc_id, p.start_line) for p in passages}) == len(passages)
 
 
+async def test_rankings_carry_their_scores_best_first(kb: KnowledgeBase) -> None:
+    await kb.add("retries.md", RETRIES)
+    await kb.add("sessions.md", SESSIONS)
+    await kb.add("bread.md", COOKING)
+    keyword = kb.backend.keyword_search("retries capped delay", 10)
+    assert keyword and all(c.score is not None for c in keyword)
+    assert [c.score for c in keyword] == sorted((c.score for c in keyword), reverse=True)
+    query = HashingEmbedder().vector("knead the dough")
+    vector = kb.backend.vector_search(query, 10)
+    top = vector[0]
+    assert top.doc_id == "bread.md" and top.score is not None
+    # the score is the cosine similarity of the query and the chunk's text
+    expected = sum(a * b for a, b in zip(query, HashingEmbedder().vector(top.text), strict=True))
+    assert top.score == pytest.approx(expected, abs=1e-4)
+
+
+async def test_convex_fusion_ranks_by_normalised_scores(backend: Any) -> None:
+    kb = KnowledgeBase(
+        backend,
+        HashingEmbedder(),
+        chunker=Chunker(max_chars=200, max_lines=4, overlap_lines=1),
+        fusion="convex",
+        keyword_weight=1.0,
+    )
+    await kb.add("retries.md", RETRIES)
+    await kb.add("sessions.md", SESSIONS)
+    await kb.add("bread.md", COOKING)
+    passages = await kb.search("writer lock for JSONL sessions", k=3)
+    # best of both rankings: 1 (normalised keyword) + 1 (normalised vector)
+    assert passages[0].doc_id == "sessions.md"
+    assert passages[0].score == pytest.approx(2.0)
+    assert all(0.0 <= p.score <= 2.0 for p in passages)
+    assert passages == sorted(passages, key=lambda p: -p.score)
+
+
 async def test_unchanged_document_is_skipped_and_changed_one_replaced(kb: KnowledgeBase) -> None:
     assert await kb.add("notes.md", RETRIES) is AddOutcome.ADDED
     assert await kb.add("notes.md", RETRIES) is AddOutcome.UNCHANGED

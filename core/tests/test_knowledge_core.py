@@ -4,6 +4,7 @@ and the ``tether kb`` command."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tether.cli import cli
+from tether.errors import ConfigError
 from tether.knowledge.chunking import Chunk, Chunker
 from tether.knowledge.fusion import fuse
 from tether.knowledge.keyword_index import KeywordIndex
@@ -57,6 +59,34 @@ def test_fusion_threshold_and_top_k() -> None:
     assert len(fuse(chunks, [], k=3)) == 3
     kept = fuse(chunks, [], k=10, min_score=1 / 63)
     assert [p.doc_id for p in kept] == ["0", "1", "2"]
+
+
+def test_convex_fusion_weighs_min_max_normalised_scores() -> None:
+    a, b, c = (Chunk(d, 1, 1, d.upper()) for d in "abc")
+    keyword = [replace(a, score=9.0), replace(b, score=8.0), replace(c, score=1.0)]
+    vector = [replace(c, score=0.9), replace(b, score=0.5), replace(a, score=0.1)]
+    passages = fuse(keyword, vector, k=3, keyword_weight=1.0, vector_weight=1.0, method="convex")
+    scores = {p.doc_id: p.score for p in passages}
+    # b is close to the top of both lists; a and c are each best in one and last in the other
+    assert scores["b"] == pytest.approx(7 / 8 + 0.5)
+    assert scores["a"] == pytest.approx(1.0) and scores["c"] == pytest.approx(1.0)
+    assert passages[0].doc_id == "b"
+    # the same lists by reciprocal ranks put b (rank 2 twice) level with a and c
+    rrf = {p.doc_id: p.score for p in fuse(keyword, vector, k=3, rrf_k=1)}
+    assert rrf["b"] < rrf["a"]
+
+
+def test_convex_fusion_without_scores_normalises_by_rank() -> None:
+    chunks = [Chunk(str(i), 1, 1, "") for i in range(5)]
+    passages = fuse(chunks, [], k=5, method="convex")
+    assert [p.score for p in passages] == pytest.approx([1.0, 0.75, 0.5, 0.25, 0.0])
+
+
+def test_unknown_fusion_is_refused() -> None:
+    with pytest.raises(ValueError, match="convex"):
+        fuse([], [], method="mean")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="convex"):
+        KnowledgeBase(MemoryBackend(), fusion="mean")  # type: ignore[arg-type]
 
 
 def test_keyword_index_scores_like_bm25_and_survives_rebuilds() -> None:

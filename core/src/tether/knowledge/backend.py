@@ -76,13 +76,15 @@ class KnowledgeBackend(Protocol):
         ...
 
     def keyword_search(self, query: str, limit: int) -> list[Chunk]:
-        """Up to ``limit`` chunks by BM25 score for ``query``, best first. Chunks that
-        share no term with the query are not returned."""
+        """Up to ``limit`` chunks by BM25 score for ``query``, best first, each with its
+        score in :attr:`Chunk.score`. Chunks that share no term with the query are not
+        returned."""
         ...
 
     def vector_search(self, vector: Sequence[float], limit: int) -> list[Chunk]:
         """Up to ``limit`` chunks whose vectors are nearest ``vector`` (unit length),
-        best first. Chunks stored without vectors are not returned."""
+        best first, each with its inner product (cosine similarity) in
+        :attr:`Chunk.score`. Chunks stored without vectors are not returned."""
         ...
 
     def close(self) -> None:

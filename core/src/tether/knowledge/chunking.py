@@ -9,19 +9,25 @@ split across the boundary is found in both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Chunk", "Chunker"]
 
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A slice of a document: lines ``start_line``..``end_line`` (1-based, inclusive)."""
+    """A slice of a document: lines ``start_line``..``end_line`` (1-based, inclusive).
+
+    ``score`` is set on search results: the BM25 score of a keyword search, the inner
+    product of a vector search (``None`` elsewhere, and from backends that do not report
+    scores). It takes no part in equality.
+    """
 
     doc_id: str
     start_line: int
     end_line: int
     text: str
+    score: float | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:

@@ -27,7 +27,7 @@ from ..errors import ConfigError, MemoryBackendError
 from .backend import DocumentInfo, KnowledgeBackend
 from .chunking import Chunk, Chunker
 from .embedders import Embedder, load_embedder
-from .fusion import Passage, fuse
+from .fusion import FusionMethod, Passage, fuse
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -46,6 +46,7 @@ KB_SETTINGS = (
     "chunk_max_chars",
     "chunk_max_lines",
     "chunk_overlap_lines",
+    "fusion",
     "rrf_k",
     "keyword_weight",
     "vector_weight",
@@ -69,6 +70,8 @@ class KnowledgeBase:
     :param embedder: text → vectors; ``None`` searches by keywords only.
     :param chunker: how documents are split (default: 1500 characters, 60 lines,
         3 lines of overlap).
+    :param fusion: ``"rrf"`` (reciprocal rank fusion) or ``"convex"`` (weighted sum of
+        min-max normalised scores); see :mod:`tether.knowledge.fusion`.
     :param rrf_k: reciprocal rank fusion constant.
     :param keyword_weight: weight of the keyword ranking in the fusion.
     :param vector_weight: weight of the vector ranking; higher than the keyword weight
@@ -85,6 +88,7 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         *,
         chunker: Chunker | None = None,
+        fusion: FusionMethod = "rrf",
         rrf_k: float = 60.0,
         keyword_weight: float = 0.8,
         vector_weight: float = 1.0,
@@ -95,6 +99,12 @@ class KnowledgeBase:
         self.backend = backend
         self.embedder = embedder
         self.chunker = chunker or Chunker()
+        if fusion not in ("rrf", "convex"):
+            raise ConfigError(
+                f'Unknown fusion {fusion!r}: use "rrf" (reciprocal rank fusion) or "convex" '
+                f"(weighted sum of normalised scores)."
+            )
+        self.fusion: FusionMethod = fusion
         self.rrf_k = rrf_k
         self.keyword_weight = keyword_weight
         self.vector_weight = vector_weight
@@ -239,6 +249,7 @@ class KnowledgeBase:
             vector_weight=self.vector_weight,
             min_score=self.min_score if min_score is None else min_score,
             keyword_only=self.embedder is None,
+            method=self.fusion,
         )
 
     def as_tool(self, *, name: str = "kb_search", default_k: int = 5) -> Tool:

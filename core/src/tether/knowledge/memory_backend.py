@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -100,11 +101,17 @@ class MemoryBackend:
             scores = bm25.get_scores(terms)
             matching = np.sort(np.fromiter(hits, dtype=np.int64, count=len(hits)))
             ranked = matching[np.argsort(-scores[matching], kind="stable")][:limit]
-            return [self._chunks[self._bm25_slots[i]] for i in ranked.tolist()]
+            return [
+                replace(self._chunks[self._bm25_slots[i]], score=float(scores[i]))
+                for i in ranked.tolist()
+            ]
 
     def vector_search(self, vector: Sequence[float], limit: int) -> list[Chunk]:
         with self._lock:
-            return [self._chunks[slot] for slot, _ in self._vectors.search(vector, limit)]
+            return [
+                replace(self._chunks[slot], score=score)
+                for slot, score in self._vectors.search(vector, limit)
+            ]
 
     def close(self) -> None:
         with self._lock:

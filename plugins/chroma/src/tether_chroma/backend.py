@@ -200,17 +200,19 @@ class ChromaBackend:
         terms = self._tokenize(query)
         with self._lock, _errors(self._where):
             keywords = self._keyword_index()
-            ids = [self._id_of[slot] for slot, _ in keywords.search(terms, limit)]
-            if not ids:
+            hits = [(self._id_of[slot], score) for slot, score in keywords.search(terms, limit)]
+            if not hits:
                 return []
-            found = self._chunks.get(ids=ids, include=["documents", "metadatas"])
+            found = self._chunks.get(
+                ids=[record_id for record_id, _ in hits], include=["documents", "metadatas"]
+            )
             by_id = {
-                record_id: _chunk(text, metadata)
+                record_id: (text, metadata)
                 for record_id, text, metadata in zip(
                     found["ids"], found["documents"], found["metadatas"], strict=True
                 )
             }
-            return [by_id[i] for i in ids if i in by_id]
+            return [_chunk(*by_id[i], score) for i, score in hits if i in by_id]
 
     def vector_search(self, vector: Sequence[float], limit: int) -> list[Chunk]:
         with self._lock, _errors(self._where):
@@ -220,11 +222,14 @@ class ChromaBackend:
             found = self._vectors.query(
                 query_embeddings=[list(vector)],
                 n_results=min(limit, count),
-                include=["documents", "metadatas"],
+                include=["documents", "metadatas", "distances"],
             )
+            # inner-product space: distance = 1 - inner product
             return [
-                _chunk(text, metadata)
-                for text, metadata in zip(found["documents"][0], found["metadatas"][0], strict=True)
+                _chunk(text, metadata, 1.0 - float(distance))
+                for text, metadata, distance in zip(
+                    found["documents"][0], found["metadatas"][0], found["distances"][0], strict=True
+                )
             ]
 
     def close(self) -> None:
@@ -322,9 +327,13 @@ def _info(doc_id: str, metadata: Any) -> DocumentInfo:
     )
 
 
-def _chunk(text: Any, metadata: Any) -> Chunk:
+def _chunk(text: Any, metadata: Any, score: float | None = None) -> Chunk:
     return Chunk(
-        str(metadata["doc_id"]), int(metadata["start_line"]), int(metadata["end_line"]), str(text)
+        str(metadata["doc_id"]),
+        int(metadata["start_line"]),
+        int(metadata["end_line"]),
+        str(text),
+        score,
     )
 
 

@@ -309,7 +309,7 @@ class SqliteBackend:
         with self._lock, _errors(self.path):
             self._refresh()
             hits = self._keywords.search(terms, limit)
-            return self._chunks([slot for slot, _ in hits])
+            return self._chunks(hits)
 
     def vector_search(self, vector: Sequence[float], limit: int) -> list[Chunk]:
         with self._lock, _errors(self.path):
@@ -321,7 +321,7 @@ class SqliteBackend:
                     f"the documents were indexed with."
                 )
             hits = self._vectors.search(vector, limit)
-            return self._chunks([slot for slot, _ in hits])
+            return self._chunks(hits)
 
     def close(self) -> None:
         with self._lock:
@@ -342,16 +342,21 @@ class SqliteBackend:
         self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
         return slots
 
-    def _chunks(self, slots: list[int]) -> list[Chunk]:
-        if not slots:
+    def _chunks(self, hits: list[tuple[int, float]]) -> list[Chunk]:
+        """The chunks of ``(slot, score)`` hits, in order, with their scores."""
+        if not hits:
             return []
-        marks = ",".join("?" * len(slots))
+        marks = ",".join("?" * len(hits))
         rows = self._db.execute(
             f"SELECT id, doc_id, start_line, end_line, text FROM chunks WHERE id IN ({marks})",
-            slots,
+            [slot for slot, _ in hits],
         ).fetchall()
-        by_id = {row[0]: Chunk(row[1], row[2], row[3], row[4]) for row in rows}
-        return [by_id[slot] for slot in slots if slot in by_id]
+        by_id = {row[0]: row for row in rows}
+        return [
+            Chunk(row[1], row[2], row[3], row[4], score)
+            for slot, score in hits
+            if (row := by_id.get(slot)) is not None
+        ]
 
 
 def _ids_blob(ids: Any) -> bytes:
