@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tether.messages import Message, MessageMeta, TextBlock, ToolCallBlock, ToolResultBlock
+from tether.messages import (
+    Message,
+    MessageMeta,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UnknownBlock,
+)
 from tether.sessions import JsonlSession, load_session_file, repair_messages
 from tether.sessions.repair import INTERRUPTED_ON_LOAD
 from tether.testing import assert_invariant
@@ -280,3 +287,20 @@ def test_near_intact_histories_are_still_repaired() -> None:
         assert report, shape(history)
         assert_invariant(repaired)
     assert shape(repair_messages(reordered)[0])[2] == ("tool", ["result:c1", "result:c2"])
+
+
+def test_blocks_of_unknown_type_load_and_broken_known_blocks_do_not(tmp_path: Path) -> None:
+    unknown = (
+        '{"role":"assistant","content":[{"type":"citation","source":"d7"}],"meta":{"id":"a1"}}'
+    )
+    broken = '{"role":"user","content":[{"type":"text"}],"meta":{"id":"u1"}}'
+    path = write(tmp_path, HEADER + f"{unknown}\n{broken}\n".encode())
+    loaded = load_session_file(path)
+    assert len(loaded.messages) == 1
+    (block,) = loaded.messages[0].content
+    assert isinstance(block, UnknownBlock) and block.model_dump() == {
+        "type": "citation",
+        "source": "d7",
+    }
+    assert loaded.report.counts() == {"unparseable_line": 1}
+    assert loaded.report.actions[0].line == 3

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
     "AssistantMessage",
@@ -156,28 +156,33 @@ class ThinkingBlock(_Model):
     redacted: bool = False
 
 
+_KNOWN_BLOCKS = frozenset({"text", "image", "tool_call", "tool_result", "thinking"})
+
+
+def _unknown_type(kind: str) -> str:
+    if kind in _KNOWN_BLOCKS:
+        raise ValueError(
+            f"a {kind!r} block must have the fields of a {kind!r} block; "
+            "only blocks of a type this version does not know are kept as they are"
+        )
+    return kind
+
+
 class UnknownBlock(_Model):
     """A block whose ``type`` this version does not know; kept as it was."""
 
-    type: str
+    type: Annotated[str, AfterValidator(_unknown_type)]
 
 
-def _block_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in _KNOWN_BLOCKS else "unknown"
-
-
-_KNOWN_BLOCKS = frozenset({"text", "image", "tool_call", "tool_result", "thinking"})
-
-Block: TypeAlias = Annotated[
-    Annotated[TextBlock, Tag("text")]
-    | Annotated[ImageBlock, Tag("image")]
-    | Annotated[ToolCallBlock, Tag("tool_call")]
-    | Annotated[ToolResultBlock, Tag("tool_result")]
-    | Annotated[ThinkingBlock, Tag("thinking")]
-    | Annotated[UnknownBlock, Tag("unknown")],
-    Discriminator(_block_tag),
+_KnownBlock: TypeAlias = Annotated[
+    TextBlock | ImageBlock | ToolCallBlock | ToolResultBlock | ThinkingBlock,
+    Field(discriminator="type"),
 ]
+
+# A block of a known type is validated as that type (and fails if it is not one); any
+# other block is kept as an UnknownBlock. The known types are picked by their "type" key
+# in pydantic's own code, without building a Python dict of each block first.
+Block: TypeAlias = Annotated[_KnownBlock | UnknownBlock, Field(union_mode="left_to_right")]
 
 
 class MessageMeta(_Model):
