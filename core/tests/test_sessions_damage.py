@@ -304,3 +304,15 @@ def test_blocks_of_unknown_type_load_and_broken_known_blocks_do_not(tmp_path: Pa
     }
     assert loaded.report.counts() == {"unparseable_line": 1}
     assert loaded.report.actions[0].line == 3
+
+
+def test_damage_deep_in_a_long_file_is_reported_at_its_line(tmp_path: Path) -> None:
+    history = [user(f"message {n}", f"u{n}") for n in range(9_000)]
+    rows = [m.to_json().encode() for m in history]
+    rows[6_000] = rows[6_000][:25]  # torn in the middle of the file, on line 6002
+    path = write(tmp_path, HEADER + b"\n".join(rows) + b"\n")
+    loaded = load_session_file(path)
+    assert [m.text for m in loaded.messages] == [
+        m.text for i, m in enumerate(history) if i != 6_000
+    ]
+    assert [(a.kind, a.line) for a in loaded.report.actions] == [("unparseable_line", 6_002)]

@@ -58,6 +58,7 @@ FORMAT_VERSION = 1
 _BOM = b"\xef\xbb\xbf"
 _STRIP = b" \t\r\x00"
 _ROLE_START = b'{"role":'
+_BATCH = 4096  # lines validated per call: few calls, and each batch's parse stays in cache
 _log = logging.getLogger("tether.sessions")
 _messages_adapter: pydantic.TypeAdapter[list[Message]] | None = None
 
@@ -343,28 +344,28 @@ def _parse(data: bytes, file: Path) -> LoadedSession:
 
 
 def _parse_messages(lines: list[bytes], start: int, report: RepairReport) -> list[Message]:
-    body = [line for line in lines[start:] if line]
-    if not body:
-        return []
     global _messages_adapter
     if _messages_adapter is None:
         _messages_adapter = pydantic.TypeAdapter(list[Message])
-    # The common case, an intact file, is validated in one call.
-    body[0] = b"[" + body[0]
-    body[-1] = body[-1] + b"]"
-    with _long_lived_allocations():
-        try:
-            return _messages_adapter.validate_json(b",".join(body))
-        except (pydantic.ValidationError, ValueError):
-            pass
     messages: list[Message] = []
-    for number, raw in enumerate(lines[start:], start=start + 1):
-        line = raw.strip(_STRIP)
-        if not line:
-            continue
-        message = _parse_line(line, number, report)
-        if message is not None:
-            messages.append(message)
+    with _long_lived_allocations():
+        for first in range(start, len(lines), _BATCH):
+            batch = lines[first : first + _BATCH]
+            body = [line for line in batch if line]
+            if not body:
+                continue
+            # The common case, intact lines, is validated a batch per call.
+            try:
+                messages += _messages_adapter.validate_json(b"[" + b",".join(body) + b"]")
+                continue
+            except (pydantic.ValidationError, ValueError):
+                pass
+            for number, raw in enumerate(batch, start=first + 1):
+                line = raw.strip(_STRIP)
+                if line:
+                    message = _parse_line(line, number, report)
+                    if message is not None:
+                        messages.append(message)
     return messages
 
 
