@@ -171,3 +171,21 @@ def test_tether_kb_add_search_list_rm(tmp_path: Path, monkeypatch: pytest.Monkey
     assert removed.exit_code == 0 and "Removed" in removed.output
     missing = runner.invoke(cli, ["kb", "rm", "docs/bread.md"])
     assert missing.exit_code == 1 and "Not in the knowledge base" in missing.output
+
+
+async def test_fusion_is_configured_in_memory_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TETHER_CONFIG", str(tmp_path / "tether.toml"))
+    (tmp_path / "tether.toml").write_text(
+        '[memory]\nbackend = "memory"\n[memory.settings]\nfusion = "convex"\nkeyword_weight = 2.0\n'
+    )
+    kb = KnowledgeBase.open()
+    assert kb.fusion == "convex"
+    await kb.add("retries.md", "Backoff is exponential.\nThe delay is capped at 30 s.\n")
+    await kb.add("bread.md", "Knead the dough.\n")
+    passages = await kb.search("capped delay", k=2)
+    # the only keyword match, normalised to 1 and weighted 2 (there is no embedder)
+    assert [p.doc_id for p in passages] == ["retries.md"]
+    assert passages[0].score == pytest.approx(2.0)
