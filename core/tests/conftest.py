@@ -4,7 +4,9 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No user config, data dir or environment model leaks into core tests."""
     config = tmp_path_factory.mktemp("config") / "tether.toml"
     config.write_text("")

@@ -107,7 +107,9 @@ def test_api_keys_come_from_the_environment_and_are_not_printed(
 def test_model_overrides_patch_capabilities_and_reject_unknown_keys() -> None:
     from tether.provider import ModelCapabilities
 
-    caps = ModelCapabilities().updated({"context_window": 1000, "pricing": {"input": 1.0, "output": 2.0}})
+    caps = ModelCapabilities().updated(
+        {"context_window": 1000, "pricing": {"input": 1.0, "output": 2.0}}
+    )
     assert caps.context_window == 1000 and caps.pricing is not None and caps.pricing.output == 2.0
     with pytest.raises(ConfigError, match="Unknown model setting\\(s\\) context_windw"):
         ModelCapabilities().updated({"context_windw": 5})

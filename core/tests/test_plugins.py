@@ -46,7 +46,9 @@ def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_register() 
         ],
         entry_points=False,
     )
-    assert "shout" in manager.tools and "half" not in manager.tools  # the broken hook's part is discarded
+    assert (
+        "shout" in manager.tools and "half" not in manager.tools
+    )  # the broken hook's part is discarded
     assert manager.tools.registration("shout").source.plugin == "good_plugin"
     assert (
         len(manager.errors) == 1
@@ -267,7 +269,10 @@ async def test_event_observers_see_every_event_and_cannot_break_a_run() -> None:
 
     provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
     agent = tether.Agent(
-        provider, tools=[shout], config=Config(), plugins=[plugin_module("obs", register_observers=register)]
+        provider,
+        tools=[shout],
+        config=Config(),
+        plugins=[plugin_module("obs", register_observers=register)],
     )
     result = await agent.run("x")
     assert result.ok

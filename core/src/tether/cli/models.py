@@ -57,7 +57,9 @@ def catalogue_report(state: CliState, names: Sequence[str] = ()) -> dict[str, An
     for name in names:
         if name not in registrar:
             raise UnknownProviderError(
-                unknown_provider_message(name, registrar.names()), name=name, installed=registrar.names()
+                unknown_provider_message(name, registrar.names()),
+                name=name,
+                installed=registrar.names(),
             )
     selected = list(names) or registrar.names()
     entries: list[dict[str, Any]] = []
