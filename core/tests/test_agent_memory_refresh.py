@@ -70,3 +70,15 @@ async def test_without_compaction_the_snapshot_stays_byte_identical_for_the_sess
     provider.queue(Reply(text="fresh"))
     await agent.run("new session", session=InMemorySession())  # the next session sees the write
     assert "Works in UTC." in provider.requests[-1].system
+
+
+def test_memory_caps_come_from_the_configuration(tmp_path: Path) -> None:
+    from tether.config import parse_config
+
+    config = parse_config({"memory": {"user_cap": 40, "project_cap": 60}})
+    memory = CrossSessionMemory(tmp_path / "memory", project=tmp_path, config=config)
+    assert memory.store.project_facts is not None
+    assert (memory.store.user.cap, memory.store.project_facts.cap) == (40, 60)
+    explicit = CrossSessionMemory(tmp_path / "memory", project=None, user_cap=10, config=config)
+    assert explicit.store.user.cap == 10
+    assert CrossSessionMemory(tmp_path / "memory", project=None).store.user.cap == 1500

@@ -111,9 +111,14 @@ class CompactionConfig(_Strict):
 
 
 class MemoryConfig(_Strict):
+    """The knowledge base (``backend``, ``embedder``, ``settings``) and the hard caps of
+    cross-session memory, in characters."""
+
     backend: str = "sqlite"
     embedder: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
+    user_cap: int = Field(1500, ge=1, description="Characters of the user profile.")
+    project_cap: int = Field(2500, ge=1, description="Characters of the project facts.")
 
 
 class Config(_Strict):

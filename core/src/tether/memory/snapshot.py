@@ -41,8 +41,10 @@ class CrossSessionMemory:
         (``TETHER_DATA_DIR`` or the ``data_dir`` setting, else the user data directory).
     :param project: the project directory whose facts are used; defaults to the current
         directory. ``None`` disables project facts.
-    :param user_cap: hard cap of the user profile, in characters.
-    :param project_cap: hard cap of the project facts, in characters.
+    :param user_cap: hard cap of the user profile, in characters; defaults to
+        ``[memory] user_cap`` of ``config`` (1,500 without one).
+    :param project_cap: hard cap of the project facts, in characters; defaults to
+        ``[memory] project_cap`` of ``config`` (2,500 without one).
     :param config: the configuration to take ``data_dir`` from.
     """
 
@@ -51,10 +53,14 @@ class CrossSessionMemory:
         directory: str | os.PathLike[str] | None = None,
         *,
         project: str | os.PathLike[str] | object | None = _UNSET,
-        user_cap: int = DEFAULT_USER_CAP,
-        project_cap: int = DEFAULT_PROJECT_CAP,
+        user_cap: int | None = None,
+        project_cap: int | None = None,
         config: Config | None = None,
     ) -> None:
+        if user_cap is None:
+            user_cap = config.memory.user_cap if config is not None else DEFAULT_USER_CAP
+        if project_cap is None:
+            project_cap = config.memory.project_cap if config is not None else DEFAULT_PROJECT_CAP
         if directory is None:
             from ..config import data_dir
 
