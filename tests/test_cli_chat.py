@@ -4,13 +4,11 @@ response and keeps the history valid, Ctrl-D that exits. The model is
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -112,38 +110,8 @@ def test_a_missing_key_stops_the_chat_before_the_first_prompt(
     assert "You said" not in result.stdout
 
 
-class LineReader:
-    """Reads a subprocess pipe line by line on a thread, so the test can wait for a line
-    without racing the pipe's buffering; fails if nothing matching arrives in a minute."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in iter(stream.readline, ""):
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def wait_for(self, marker: str) -> None:
-        while True:
-            line = self.lines.get(timeout=60)
-            assert line is not None, f"the process ended before printing {marker!r}: {self.seen}"
-            self.seen.append(line)
-            if marker in line:
-                return
-
-    def rest(self) -> str:
-        """Everything after the lines already seen, up to the end of the stream."""
-        tail = []
-        while (line := self.lines.get(timeout=60)) is not None:
-            tail.append(line)
-        return "".join(tail)
-
-
 def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(
-    tmp_path: Path,
+    tmp_path: Path, line_reader: Any
 ) -> None:
     proc = subprocess.Popen(
         [str(TETHER), *FAKE, "chat", "--session", "interrupted"],
@@ -153,7 +121,7 @@ def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(
         text=True,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    errors = LineReader(proc.stderr)
+    errors = line_reader(proc.stderr)
     try:
         proc.stdin.write("wait\n")
         proc.stdin.flush()

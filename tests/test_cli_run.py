@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -230,37 +228,7 @@ def test_the_installed_script_reports_its_version() -> None:
     assert proc.stdout.strip() == f"tether {tether.__version__}"
 
 
-class LineReader:
-    """Reads a subprocess pipe line by line on a thread, so the test can wait for a line
-    without racing the pipe's buffering; fails if nothing matching arrives in a minute."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in iter(stream.readline, ""):
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def wait_for(self, marker: str) -> None:
-        while True:
-            line = self.lines.get(timeout=60)
-            assert line is not None, f"the process ended before printing {marker!r}: {self.seen}"
-            self.seen.append(line)
-            if marker in line:
-                return
-
-    def rest(self) -> str:
-        """Everything after the lines already seen, up to the end of the stream."""
-        tail = []
-        while (line := self.lines.get(timeout=60)) is not None:
-            tail.append(line)
-        return "".join(tail)
-
-
-def test_ctrl_c_cancels_a_run_in_a_tool_and_exits_130() -> None:
+def test_ctrl_c_cancels_a_run_in_a_tool_and_exits_130(line_reader: Any) -> None:
     proc = subprocess.Popen(
         [str(TETHER), *FAKE, "run", "-m", "fake-small", "--tools", "wait_forever", "wait"],
         stdin=subprocess.DEVNULL,
@@ -269,7 +237,7 @@ def test_ctrl_c_cancels_a_run_in_a_tool_and_exits_130() -> None:
         text=True,
     )
     assert proc.stderr is not None
-    errors = LineReader(proc.stderr)
+    errors = line_reader(proc.stderr)
     try:
         errors.wait_for("[tool] wait_forever()")
         proc.send_signal(signal.SIGINT)
