@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..errors import ContextOverflowError, ProviderError
 from ..messages import (
@@ -205,14 +206,9 @@ class SummarizeStrategy:
 
 
 def _with(context: CompactionContext, messages: list[Message]) -> CompactionContext:
-    return CompactionContext(
-        messages=messages,
-        system=context.system,
-        tools=context.tools,
-        provider=context.provider,
-        model=context.model,
-        capabilities=context.capabilities,
-        session_id=context.session_id,
+    """``context`` for a new history: the provider's report covered the old one."""
+    return replace(
+        context, messages=messages, reported_input_tokens=None, reported_messages=0, force=False
     )
 
 
