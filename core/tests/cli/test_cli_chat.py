@@ -1,52 +1,48 @@
 """``tether chat``: a named session that survives restarts, Ctrl-C that cancels one
 response and keeps the history valid, Ctrl-D that exits. The model is
-``tests/cli_fake_model.py`` (loaded with ``-p``)."""
+``cli_fake_model.py`` (next to this file) (loaded with ``-p``)."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from tether.cli import cli
 from tether.sessions import JsonlSession, load_session_file
 from tether.testing import assert_invariant
 
-TESTS = Path(__file__).parent
 TETHER = Path(sys.executable).with_name("tether")
 FAKE = ["-p", "cli_fake_model"]
 
 
-@pytest.fixture(autouse=True)
-def cli_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No user config, no installed plugins, the fake model importable, its key set."""
-    config = tmp_path / "chat.toml"
-    config.write_text('model = "fake/fake-small"\ntools = ["add", "wait_forever"]\n')
-    monkeypatch.setenv("TETHER_CONFIG", str(config))
-    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.delenv("TETHER_MODEL", raising=False)
-    monkeypatch.setenv("FAKE_MODEL_API_KEY", "test-key")
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+@pytest.fixture
+def cli_config() -> str:
+    return 'model = "fake/fake-small"\ntools = ["add", "wait_forever"]\n'
 
 
-def chat(*args: str, input: str) -> Result:
-    return CliRunner().invoke(cli, [*FAKE, "chat", *args], input=input, catch_exceptions=False)
+@pytest.fixture
+def chat(invoke: Callable[..., Result]) -> Callable[..., Result]:
+    """``chat(*args, input=...)``: ``tether -p cli_fake_model chat ARGS`` in-process."""
+
+    def run(*args: str, input: str) -> Result:
+        return invoke(*FAKE, "chat", *args, input=input)
+
+    return run
 
 
 def session_file(tmp_path: Path, name: str) -> Path:
     return tmp_path / "data" / "sessions" / f"{name}.jsonl"
 
 
-def test_a_named_session_resumes_where_it_left_off(tmp_path: Path) -> None:
+def test_a_named_session_resumes_where_it_left_off(
+    tmp_path: Path, chat: Callable[..., Result]
+) -> None:
     first = chat("--session", "work", input="hello\nadd 1 2\n")
     assert first.exit_code == 0, first.stderr
     assert "You said: hello" in first.stdout and "Tool said: 3" in first.stdout
@@ -70,27 +66,31 @@ def test_a_named_session_resumes_where_it_left_off(tmp_path: Path) -> None:
     ]
 
 
-def test_sessions_with_different_names_are_separate(tmp_path: Path) -> None:
+def test_sessions_with_different_names_are_separate(
+    tmp_path: Path, chat: Callable[..., Result]
+) -> None:
     chat("--session", "one", input="hello\n")
     other = chat("--session", "two", input="history\n")
     assert "I was sent 1 messages." in other.stdout
     assert session_file(tmp_path, "one").is_file() and session_file(tmp_path, "two").is_file()
 
 
-def test_end_of_input_and_slash_exit_both_quit_cleanly() -> None:
+def test_end_of_input_and_slash_exit_both_quit_cleanly(chat: Callable[..., Result]) -> None:
     assert chat(input="").exit_code == 0
     result = chat(input="/exit\nhello\n")
     assert result.exit_code == 0
     assert "You said" not in result.stdout
 
 
-def test_an_invalid_session_name_is_a_clean_error() -> None:
+def test_an_invalid_session_name_is_a_clean_error(chat: Callable[..., Result]) -> None:
     result = chat("--session", "../escape", input="hi\n")
     assert result.exit_code == 1
     assert "is not a valid session name" in result.stderr
 
 
-def test_a_session_open_elsewhere_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+def test_a_session_open_elsewhere_is_refused_with_a_clear_message(
+    tmp_path: Path, chat: Callable[..., Result]
+) -> None:
     path = session_file(tmp_path, "busy")
     path.parent.mkdir(parents=True)
     with JsonlSession(path):
@@ -101,7 +101,7 @@ def test_a_session_open_elsewhere_is_refused_with_a_clear_message(tmp_path: Path
 
 
 def test_a_missing_key_stops_the_chat_before_the_first_prompt(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, chat: Callable[..., Result]
 ) -> None:
     monkeypatch.delenv("FAKE_MODEL_API_KEY")
     result = chat(input="hello\n")

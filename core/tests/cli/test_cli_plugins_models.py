@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,29 +14,14 @@ from click.testing import CliRunner, Result
 
 from tether.cli import cli
 
-TESTS = Path(__file__).parent
 TETHER = Path(sys.executable).with_name("tether")
 FAKE = ["-p", "cli_fake_model"]
+Invoke = Callable[..., Result]
 
 
-@pytest.fixture(autouse=True)
-def cli_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No user config, no installed plugins, the fake model and tmp_path importable."""
-    config = tmp_path / "empty.toml"
-    config.write_text("")
-    monkeypatch.setenv("TETHER_CONFIG", str(config))
-    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.delenv("TETHER_MODEL", raising=False)
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", f"{TESTS}:{tmp_path}")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+@pytest.fixture
+def fake_model_key() -> bool:
+    return False
 
 
 def write_module(tmp_path: Path, name: str, body: str) -> str:
@@ -44,7 +30,7 @@ def write_module(tmp_path: Path, name: str, body: str) -> str:
 
 
 # -- tether plugins --------------------------------------------------------------------------------
-def test_plugins_lists_each_plugin_with_its_hooks_and_components() -> None:
+def test_plugins_lists_each_plugin_with_its_hooks_and_components(invoke: Invoke) -> None:
     result = invoke(*FAKE, "plugins")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -59,7 +45,7 @@ def test_plugins_lists_each_plugin_with_its_hooks_and_components() -> None:
     assert "Load errors" not in text
 
 
-def test_plugins_json_has_plugins_components_conflicts_and_errors() -> None:
+def test_plugins_json_has_plugins_components_conflicts_and_errors(invoke: Invoke) -> None:
     report = json.loads(invoke(*FAKE, "plugins", "--json").stdout)
     assert {p["name"] for p in report["plugins"]} == {"builtins", "cli_fake_model"}
     fake = next(p for p in report["plugins"] if p["name"] == "cli_fake_model")
@@ -81,7 +67,9 @@ def test_plugins_json_has_plugins_components_conflicts_and_errors() -> None:
     assert report["conflicts"] == [] and report["errors"] == []
 
 
-def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_load(tmp_path: Path) -> None:
+def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_load(
+    tmp_path: Path, invoke: Invoke
+) -> None:
     broken = write_module(
         tmp_path,
         "cli_broken_plugin",
@@ -101,7 +89,9 @@ def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_load(tmp_pa
     assert "warning:" not in result.stderr  # reported once, in the report
 
 
-def test_two_plugins_registering_one_name_are_listed_as_a_conflict(tmp_path: Path) -> None:
+def test_two_plugins_registering_one_name_are_listed_as_a_conflict(
+    tmp_path: Path, invoke: Invoke
+) -> None:
     dupe = write_module(
         tmp_path,
         "cli_dupe_plugin",
@@ -123,7 +113,7 @@ def test_two_plugins_registering_one_name_are_listed_as_a_conflict(tmp_path: Pat
     assert 'Two plugins register a tool named "add"' in report["conflicts"][0]["message"]
 
 
-def test_a_broken_plugin_is_a_warning_for_other_commands(tmp_path: Path) -> None:
+def test_a_broken_plugin_is_a_warning_for_other_commands(tmp_path: Path, invoke: Invoke) -> None:
     broken = write_module(
         tmp_path,
         "cli_broken_providers",
@@ -143,7 +133,9 @@ def test_a_broken_plugin_is_a_warning_for_other_commands(tmp_path: Path) -> None
 
 
 # -- tether models -----------------------------------------------------------------------------------
-def test_models_lists_every_catalogue_and_reports_a_provider_that_cannot_be_built() -> None:
+def test_models_lists_every_catalogue_and_reports_a_provider_that_cannot_be_built(
+    invoke: Invoke,
+) -> None:
     result = invoke(*FAKE, "models")
     assert result.exit_code == 0, result.stderr
     rows = {
@@ -160,7 +152,7 @@ def test_models_lists_every_catalogue_and_reports_a_provider_that_cannot_be_buil
     )
 
 
-def test_models_json_and_filtering_by_provider() -> None:
+def test_models_json_and_filtering_by_provider(invoke: Invoke) -> None:
     report = json.loads(invoke(*FAKE, "models", "fake", "--json").stdout)
     assert [p["name"] for p in report["providers"]] == ["fake"]
     small = report["providers"][0]["models"][0]
@@ -175,19 +167,19 @@ def test_models_json_and_filtering_by_provider() -> None:
     assert small["capabilities"]["thinking"] is True and small["capabilities"]["vision"] is False
 
 
-def test_models_for_an_unknown_provider_suggests_the_near_one() -> None:
+def test_models_for_an_unknown_provider_suggests_the_near_one(invoke: Invoke) -> None:
     result = invoke(*FAKE, "models", "fak")
     assert result.exit_code == 1
     assert "No provider named \"fak\". Did you mean 'fake'?" in result.stderr
 
 
-def test_models_with_no_provider_installed_says_what_to_install() -> None:
+def test_models_with_no_provider_installed_says_what_to_install(invoke: Invoke) -> None:
     result = invoke("models")
     assert result.exit_code == 0
     assert "pip install tether-anthropic" in result.stdout
 
 
-def test_models_shows_configured_aliases(tmp_path: Path) -> None:
+def test_models_shows_configured_aliases(tmp_path: Path, invoke: Invoke) -> None:
     config = tmp_path / "aliases.toml"
     config.write_text('[aliases]\nquick = "fake/fake-small"\n')
     result = invoke("--config", str(config), *FAKE, "models")
@@ -195,14 +187,16 @@ def test_models_shows_configured_aliases(tmp_path: Path) -> None:
 
 
 # -- commands from plugins, help, start-up ------------------------------------------------------------
-def test_a_command_registered_by_a_plugin_runs_and_is_listed_by_tether_plugins() -> None:
+def test_a_command_registered_by_a_plugin_runs_and_is_listed_by_tether_plugins(
+    invoke: Invoke,
+) -> None:
     assert invoke(*FAKE, "hello").stdout == "hello from a plugin\n"
     assert "Say hello" in invoke(*FAKE, "hello", "--help").stdout
     report = json.loads(invoke(*FAKE, "plugins", "--json").stdout)
     assert "hello" in [c["name"] for c in report["components"]["command"]]
 
 
-def test_help_lists_the_built_in_commands() -> None:
+def test_help_lists_the_built_in_commands(invoke: Invoke) -> None:
     result = invoke("--help")
     for name in ("run", "chat", "plugins", "models", "kb", "memory", "sessions"):
         assert f"  {name} " in result.stdout

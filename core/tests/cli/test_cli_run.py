@@ -1,5 +1,5 @@
 """``tether run``: streaming, JSON events, exit statuses, and the errors a user meets first
-(no model, no provider, no key, a broken config file). The model is ``tests/cli_fake_model.py``
+(no model, no provider, no key, a broken config file). The model is ``cli_fake_model.py`` (next to this file)
 loaded with ``-p``; most tests drive the CLI in-process with click's runner, some run the
 installed ``tether`` script in a real subprocess."""
 
@@ -10,40 +10,19 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from tether.cli import cli
-
-TESTS = Path(__file__).parent
 TETHER = Path(sys.executable).with_name("tether")
 FAKE = ["-p", "cli_fake_model"]
+Invoke = Callable[..., Result]
 
 
-@pytest.fixture(autouse=True)
-def cli_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No user config, no installed plugins, the fake model importable, its key set."""
-    config = tmp_path / "empty.toml"
-    config.write_text("")
-    monkeypatch.setenv("TETHER_CONFIG", str(config))
-    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.delenv("TETHER_MODEL", raising=False)
-    monkeypatch.setenv("FAKE_MODEL_API_KEY", "test-key")
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def invoke(*args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-
-
-def test_run_streams_the_answer_to_stdout_and_tool_activity_to_stderr() -> None:
+def test_run_streams_the_answer_to_stdout_and_tool_activity_to_stderr(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake/fake-small", "--tools", "add", "add 2 3")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Adding.\nTool said: 5\n"
@@ -54,7 +33,7 @@ def test_run_streams_the_answer_to_stdout_and_tool_activity_to_stderr() -> None:
     )
 
 
-def test_json_mode_prints_one_object_per_event_ending_with_done() -> None:
+def test_json_mode_prints_one_object_per_event_ending_with_done(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake-small", "--tools", "add", "--json", "add 2 3")
     assert result.exit_code == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -74,7 +53,9 @@ def test_json_mode_prints_one_object_per_event_ending_with_done() -> None:
     )
 
 
-def test_thinking_is_streamed_as_its_own_event_in_json_and_kept_off_stdout_in_plain_mode() -> None:
+def test_thinking_is_streamed_as_its_own_event_in_json_and_kept_off_stdout_in_plain_mode(
+    invoke: Invoke,
+) -> None:
     as_json = invoke(*FAKE, "run", "-m", "fake-small", "--json", "think deeply")
     thinking = [
         json.loads(line) for line in as_json.stdout.splitlines() if '"thinking_delta"' in line
@@ -84,12 +65,12 @@ def test_thinking_is_streamed_as_its_own_event_in_json_and_kept_off_stdout_in_pl
     assert plain.stdout == "Thought about deeply\n"
 
 
-def test_prompt_dash_reads_standard_input() -> None:
+def test_prompt_dash_reads_standard_input(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake-small", "-", input="from a pipe\n")
     assert result.stdout == "You said: from a pipe\n"
 
 
-def test_a_missing_key_is_reported_with_the_variable_before_any_request() -> None:
+def test_a_missing_key_is_reported_with_the_variable_before_any_request(invoke: Invoke) -> None:
     import cli_fake_model
 
     os.environ.pop("FAKE_MODEL_API_KEY")
@@ -104,7 +85,7 @@ def test_a_missing_key_is_reported_with_the_variable_before_any_request() -> Non
     assert built and all(not provider.requests for provider in built)
 
 
-def test_json_mode_ends_with_an_error_object_when_the_run_cannot_start() -> None:
+def test_json_mode_ends_with_an_error_object_when_the_run_cannot_start(invoke: Invoke) -> None:
     os.environ.pop("FAKE_MODEL_API_KEY")
     result = invoke(*FAKE, "run", "-m", "fake-small", "--json", "hello")
     assert result.exit_code == 1
@@ -118,7 +99,7 @@ def test_json_mode_ends_with_an_error_object_when_the_run_cannot_start() -> None
     assert 'No provider named "nowhere"' in unknown.stderr
 
 
-def test_an_uninstalled_provider_says_what_to_install() -> None:
+def test_an_uninstalled_provider_says_what_to_install(invoke: Invoke) -> None:
     result = invoke("run", "-m", "anthropic/claude-sonnet-4-5", "hello")
     assert result.exit_code == 1
     assert 'No provider named "anthropic"' in result.stderr
@@ -126,40 +107,40 @@ def test_an_uninstalled_provider_says_what_to_install() -> None:
     assert "Traceback" not in result.output
 
 
-def test_no_model_anywhere_says_how_to_choose_one() -> None:
+def test_no_model_anywhere_says_how_to_choose_one(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "hello")
     assert result.exit_code == 1
     assert "Pass -m provider/model" in result.stderr and "TETHER_MODEL" in result.stderr
     assert "Installed providers: fake, keyless" in result.stderr
 
 
-def test_debug_shows_the_traceback_of_an_expected_error() -> None:
+def test_debug_shows_the_traceback_of_an_expected_error(invoke: Invoke) -> None:
     result = invoke("--debug", "run", "-m", "anthropic/claude-sonnet-4-5", "hello")
     assert result.exit_code == 1
     assert "Traceback (most recent call last)" in result.stderr
     assert "UnknownProviderError" in result.stderr
 
 
-def test_max_turns_ends_the_run_with_status_1_and_the_limit_named() -> None:
+def test_max_turns_ends_the_run_with_status_1_and_the_limit_named(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake-small", "--tools", "add", "--max-turns", "2", "loop")
     assert result.exit_code == 1
     assert result.stderr.count("[tool] add(a=1, b=1)") == 2
     assert "limit of 2 model calls" in result.stderr
 
 
-def test_a_refusal_exits_1_with_a_message() -> None:
+def test_a_refusal_exits_1_with_a_message(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake-small", "refuse")
     assert result.exit_code == 1
     assert "Error: The model refused to answer." in result.stderr
 
 
-def test_an_unknown_tool_name_is_a_clean_error_listing_the_registered_ones() -> None:
+def test_an_unknown_tool_name_is_a_clean_error_listing_the_registered_ones(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake-small", "--tools", "ad", "hi")
     assert result.exit_code == 1
     assert 'No tool or toolset named "ad"' in result.stderr and "add" in result.stderr
 
 
-def test_an_unimportable_plugin_module_is_a_clean_error() -> None:
+def test_an_unimportable_plugin_module_is_a_clean_error(invoke: Invoke) -> None:
     result = invoke("-p", "no_such_module_here", "run", "-m", "fake-small", "hi")
     assert result.exit_code == 1
     assert 'Cannot import the plugin module "no_such_module_here"' in result.stderr
@@ -167,7 +148,7 @@ def test_an_unimportable_plugin_module_is_a_clean_error() -> None:
 
 
 # -- configuration ---------------------------------------------------------------------------
-def test_model_tools_and_aliases_come_from_the_config_file(tmp_path: Path) -> None:
+def test_model_tools_and_aliases_come_from_the_config_file(tmp_path: Path, invoke: Invoke) -> None:
     config = tmp_path / "project.toml"
     config.write_text('model = "quick"\ntools = ["add"]\n[aliases]\nquick = "fake/fake-small"\n')
     result = invoke("--config", str(config), *FAKE, "run", "add 20 22")
@@ -176,7 +157,7 @@ def test_model_tools_and_aliases_come_from_the_config_file(tmp_path: Path) -> No
 
 
 def test_tether_toml_in_the_working_directory_is_used(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, invoke: Invoke
 ) -> None:
     monkeypatch.delenv("TETHER_CONFIG")
     (tmp_path / "tether.toml").write_text('model = "fake-small"\nsystem = "Be brief."\n')
@@ -184,7 +165,7 @@ def test_tether_toml_in_the_working_directory_is_used(
     assert result.stdout == "You said: hi\n"
 
 
-def test_a_malformed_config_file_is_named_in_the_error(tmp_path: Path) -> None:
+def test_a_malformed_config_file_is_named_in_the_error(tmp_path: Path, invoke: Invoke) -> None:
     config = tmp_path / "broken.toml"
     config.write_text('model = "fake-small\n')
     result = invoke("--config", str(config), *FAKE, "run", "hi")
@@ -193,7 +174,7 @@ def test_a_malformed_config_file_is_named_in_the_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
-def test_an_unknown_config_key_is_named_with_its_file(tmp_path: Path) -> None:
+def test_an_unknown_config_key_is_named_with_its_file(tmp_path: Path, invoke: Invoke) -> None:
     config = tmp_path / "typo.toml"
     config.write_text('model = "fake-small"\n[limits]\nmax_turn = 3\n')
     result = invoke("--config", str(config), *FAKE, "run", "hi")
@@ -202,7 +183,9 @@ def test_an_unknown_config_key_is_named_with_its_file(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
-def test_a_missing_config_file_given_with_config_is_an_error(tmp_path: Path) -> None:
+def test_a_missing_config_file_given_with_config_is_an_error(
+    tmp_path: Path, invoke: Invoke
+) -> None:
     result = invoke("--config", str(tmp_path / "nope.toml"), *FAKE, "run", "hi")
     assert result.exit_code == 1
     assert "nope.toml does not exist" in result.stderr
