@@ -25,7 +25,8 @@ Messages say what happened, what was expected and what to do about it.
     │   └── RefusalError
     ├── ToolError
     │   ├── ToolTimeoutError
-    │   └── UnknownToolError
+    │   ├── UnknownToolError
+    │   └── InvalidToolArguments
     ├── SessionError
     │   └── SessionLockedError
     ├── MemoryBackendError
@@ -50,6 +51,7 @@ __all__ = [
     "CostBudgetExceeded",
     "DuplicateComponentError",
     "InvalidRequestError",
+    "InvalidToolArguments",
     "LimitExceeded",
     "LoopDetected",
     "MaxTurnsExceeded",
@@ -217,6 +219,11 @@ class ToolTimeoutError(ToolError):
 
 class UnknownToolError(ToolError):
     """A tool name was not found among the agent's tools."""
+
+
+class InvalidToolArguments(ToolError):
+    """A tool call's arguments were refused before schema validation (see
+    :mod:`tether.arguments`); the message says what was wrong, for the model."""
 
 
 # -- sessions, memory, compaction ---------------------------------------------------------

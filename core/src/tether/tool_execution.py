@@ -17,8 +17,9 @@ from typing import Any
 
 import pydantic
 
+from .arguments import prepare_arguments
 from .cancel import CancelToken
-from .errors import ToolError
+from .errors import InvalidToolArguments, ToolError
 from .messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .tools import Tool, ToolContext, format_validation_error, result_content
 
@@ -67,15 +68,19 @@ class ToolExecutor:
         tool = self.tools.get(call.name)
         if tool is None:
             return self._error(call, self._unknown_tool_message(call.name))
-        if call.raw_arguments is not None:
+        try:
+            decoded = prepare_arguments(call.arguments, call.raw_arguments, tool.parameters)
+        except InvalidToolArguments as exc:
+            sent = ""
+            if call.raw_arguments is not None:
+                sent = f" The arguments were not a valid JSON object: {call.raw_arguments[:500]!r}."
             return self._error(
                 call,
-                f"The arguments for tool `{call.name}` were not a valid JSON object: "
-                f"{call.raw_arguments[:500]!r}. Call the tool again with a JSON object "
-                f"matching this schema: {json.dumps(tool.parameters)}",
+                f"Tool `{call.name}` was not run: {exc}{sent} Call the tool again with a "
+                f"JSON object matching this schema: {json.dumps(tool.parameters)}",
             )
         try:
-            arguments = tool.validate(call.arguments)
+            arguments = tool.validate(decoded)
         except pydantic.ValidationError as exc:
             return self._error(call, format_validation_error(tool, exc))
         context = self._context(call, tool) if tool._context_param is not None else None

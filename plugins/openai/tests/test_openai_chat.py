@@ -269,6 +269,39 @@ async def test_arguments_that_are_not_a_json_object_are_kept_raw(fake_server: Fa
     assert call.arguments == {} and call.raw_arguments == '{"a": '
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}",
+        '{"a": 1, "a": 2}',
+        '{"a": "\\u0000"}',
+    ],
+)
+async def test_hostile_argument_text_is_kept_raw_not_raised(
+    fake_server: FakeServer, arguments: str
+) -> None:
+    fake_server.queue(
+        sse(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_x",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": arguments},
+                        }
+                    ]
+                }
+            ),
+            chunk(finish="tool_calls"),
+        )
+    )
+    _, response = await collect(provider_for(fake_server), request(Message.user("x")))
+    (call,) = response.message.tool_calls
+    assert call.arguments == {} and call.raw_arguments == arguments
+
+
 async def test_agent_sends_tool_results_as_tool_messages_right_after_the_calls(
     openai_agent: Any, fake_server: FakeServer
 ) -> None:

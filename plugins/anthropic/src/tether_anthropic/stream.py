@@ -8,10 +8,10 @@ before it (a proxy cut the connection cleanly) is a dropped connection, not a re
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from tether.arguments import split_tool_arguments
 from tether.errors import ProviderConnectionError
 from tether.events import TextDelta, ThinkingDelta
 from tether.messages import (
@@ -146,16 +146,8 @@ def _finish(block: _Block) -> Block | None:
 
 
 def _tool_call(block: _Block) -> ToolCallBlock:
-    raw = "".join(block.parts)
-    if not raw.strip():
-        return ToolCallBlock(id=block.id, name=block.name, arguments={})
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return ToolCallBlock(id=block.id, name=block.name, arguments=decoded)
-    return ToolCallBlock(id=block.id, name=block.name, arguments={}, raw_arguments=raw)
+    arguments, raw = split_tool_arguments("".join(block.parts))
+    return ToolCallBlock(id=block.id, name=block.name, arguments=arguments, raw_arguments=raw)
 
 
 _USAGE_FIELDS = (

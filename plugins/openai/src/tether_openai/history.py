@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 
+from tether.arguments import split_tool_arguments
 from tether.messages import ImageBlock, Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
 
 __all__ = [
@@ -70,16 +71,11 @@ def arguments_text(call: ToolCallBlock) -> str:
 
 
 def parse_arguments(text: str) -> tuple[dict[str, object], str | None]:
-    """``(arguments, raw_arguments)`` for streamed argument text; see ``ToolCallBlock``."""
-    if not text.strip():
-        return {}, None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}, text
-    if isinstance(value, dict):
-        return value, None
-    return {}, text
+    """``(arguments, raw_arguments)`` for streamed argument text; see ``ToolCallBlock``.
+
+    Parsed strictly (:func:`tether.arguments.split_tool_arguments`): duplicate keys,
+    over-deep or over-long text come back raw, for the executor to refuse precisely."""
+    return split_tool_arguments(text)
 
 
 def result_text(result: ToolResultBlock) -> str:
