@@ -26,7 +26,10 @@ Messages say what happened, what was expected and what to do about it.
     ├── ToolError
     │   ├── ToolTimeoutError
     │   ├── UnknownToolError
-    │   └── InvalidToolArguments
+    │   ├── InvalidToolArguments
+    │   └── ToolDenied
+    ├── NeedsHuman                     (.user_message)
+    ├── OutputValidationError          (.errors)
     ├── SessionError
     │   └── SessionLockedError
     ├── MemoryBackendError
@@ -37,7 +40,8 @@ Messages say what happened, what was expected and what to do about it.
     │   ├── TokenBudgetExceeded
     │   ├── CostBudgetExceeded
     │   ├── WallTimeExceeded
-    │   └── LoopDetected
+    │   ├── LoopDetected
+    │   └── DepthExceeded
     └── RunCancelled
 """
 
@@ -49,6 +53,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "CostBudgetExceeded",
+    "DepthExceeded",
     "DuplicateComponentError",
     "InvalidRequestError",
     "InvalidToolArguments",
@@ -57,6 +62,8 @@ __all__ = [
     "MaxTurnsExceeded",
     "MemoryBackendError",
     "MemoryWriteRejected",
+    "NeedsHuman",
+    "OutputValidationError",
     "OverloadedError",
     "PermissionDeniedError",
     "PluginError",
@@ -72,6 +79,7 @@ __all__ = [
     "SessionLockedError",
     "TetherError",
     "TokenBudgetExceeded",
+    "ToolDenied",
     "ToolError",
     "ToolTimeoutError",
     "UnknownProviderError",
@@ -226,6 +234,33 @@ class InvalidToolArguments(ToolError):
     :mod:`tether.arguments`); the message says what was wrong, for the model."""
 
 
+class ToolDenied(ToolError):
+    """A tool call was refused by the approval policy or by the person asked."""
+
+
+class NeedsHuman(TetherError):
+    """Raise from a tool when only a person can unblock the run (an expired credential,
+    a missing permission, a decision the model must not take).
+
+    The run ends at once with outcome ``needs_human``; ``user_message`` (the exception's
+    text unless given) is meant for the user, not the model. The call still gets an
+    ``is_error`` result in the history, so the session stays valid and resumable.
+    """
+
+    def __init__(self, message: str, *, user_message: str | None = None) -> None:
+        super().__init__(message)
+        self.user_message = user_message or message
+
+
+class OutputValidationError(TetherError):
+    """The model's answer did not match the run's ``output_type`` (after the allowed
+    retries, when it ends a run). ``errors`` lists each problem."""
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors or [])
+
+
 # -- sessions, memory, compaction ---------------------------------------------------------
 class SessionError(TetherError):
     """A session could not be read or written."""
@@ -274,6 +309,12 @@ class LoopDetected(LimitExceeded):
     """The model repeated the same failing tool call too many times."""
 
     limit = "loop"
+
+
+class DepthExceeded(LimitExceeded):
+    """Agents calling agents (sub-agents) nested deeper than allowed."""
+
+    limit = "depth"
 
 
 class RunCancelled(TetherError):

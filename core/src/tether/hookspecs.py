@@ -36,6 +36,8 @@ if TYPE_CHECKING:
         ObserverRegistrar,
         ProviderRegistrar,
         SessionStoreRegistrar,
+        SkillRegistrar,
+        StrategyRegistrar,
         ToolRegistrar,
     )
 
@@ -130,4 +132,27 @@ def register_commands(commands: CommandRegistrar) -> None:
     Called once when the CLI starts.
 
     :param commands: call ``commands.add(click_command)``.
+    """
+
+
+@hookspec
+def register_skills(skills: SkillRegistrar) -> None:
+    """Register skills (folders with a ``SKILL.md``) that every agent offers.
+
+    Called once per plugin manager, the first time an agent builds its skill index.
+    Project (``.tether/skills/``) and user-config skills of the same name take precedence.
+
+    :param skills: call ``skills.add(path_to_folder)`` or ``skills.add(Skill(...))``.
+    """
+
+
+@hookspec
+def register_strategies(strategies: StrategyRegistrar) -> None:
+    """Register strategies: ways an agent works through a task on the one loop
+    (``react``, ``plan-and-execute`` and ``reflexion`` are built in).
+
+    Called once per plugin manager, the first time a strategy is looked up by name.
+
+    :param strategies: call ``strategies.add(name, factory)``; ``factory(**settings)``
+        returns a :class:`~tether.strategies.Strategy`.
     """

@@ -41,7 +41,9 @@ from .registry import (
     ProviderRegistrar,
     Registrar,
     SessionStoreRegistrar,
+    SkillRegistrar,
     Source,
+    StrategyRegistrar,
     ToolRegistrar,
 )
 
@@ -61,6 +63,8 @@ _HOOKS: dict[type[Registrar[Any]], str] = {
     EmbedderRegistrar: "register_embedders",
     ObserverRegistrar: "register_observers",
     CommandRegistrar: "register_commands",
+    SkillRegistrar: "register_skills",
+    StrategyRegistrar: "register_strategies",
 }
 
 
@@ -216,6 +220,14 @@ class PluginManager:
     @property
     def commands(self) -> CommandRegistrar:
         return self.registrar(CommandRegistrar)
+
+    @property
+    def skills(self) -> SkillRegistrar:
+        return self.registrar(SkillRegistrar)
+
+    @property
+    def strategies(self) -> StrategyRegistrar:
+        return self.registrar(StrategyRegistrar)
 
     def all_registrars(self) -> list[Registrar[Any]]:
         """Every registry, filled (used by ``tether plugins``)."""

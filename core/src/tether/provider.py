@@ -25,6 +25,7 @@ __all__ = [
     "ModelInfo",
     "ModelRequest",
     "ModelResponse",
+    "OutputSchema",
     "Pricing",
     "Provider",
     "ProviderEvent",
@@ -68,6 +69,9 @@ class ModelCapabilities:
     prompt_caching: bool = False
     thinking: bool = False
     pricing: Pricing | None = None
+    structured_output: bool = False
+    """The provider can constrain answers to a JSON schema (:attr:`ModelRequest.output_schema`).
+    Models without it are asked for structured output through a final-answer tool."""
 
     def updated(self, overrides: Mapping[str, Any]) -> ModelCapabilities:
         """A copy with ``overrides`` applied (e.g. from the ``[providers.X.models]`` config)."""
@@ -111,6 +115,20 @@ class ToolDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """Native structured output: the answer must be JSON matching ``schema``.
+
+    ``strict`` is true when the schema meets strict-mode rules (every object closed and
+    every property required), so providers with a strict switch may turn it on.
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ThinkingConfig:
     """Ask for visible reasoning. ``budget_tokens`` or ``effort`` ("low"/"medium"/"high")."""
 
@@ -126,6 +144,8 @@ class ModelRequest:
     contains system messages: the system prompt is ``system``. ``session_id`` is a stable
     key for the conversation that providers may use as a prompt-cache key.
     ``settings`` carries provider-specific options from configuration, untouched.
+    ``output_schema`` is set only for models whose capabilities say
+    ``structured_output``: the provider sends it in its native JSON-schema form.
     """
 
     model: str
@@ -139,6 +159,7 @@ class ModelRequest:
     session_id: str | None = None
     capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: OutputSchema | None = None
 
 
 @dataclass(slots=True)

@@ -16,8 +16,11 @@ from .errors import DuplicateComponentError
 from .tools import Tool, Toolset, as_tool
 
 if TYPE_CHECKING:
+    import os
+
     from .config import ProviderConfig
     from .provider import Provider
+    from .skills import Skill
 
 __all__ = [
     "CommandRegistrar",
@@ -29,6 +32,8 @@ __all__ = [
     "Registrar",
     "Registration",
     "SessionStoreRegistrar",
+    "SkillRegistrar",
+    "StrategyRegistrar",
     "ToolRegistrar",
 ]
 
@@ -198,3 +203,29 @@ class CommandRegistrar(Registrar[Any]):
 
     def add(self, command: Any, name: str | None = None) -> None:  # type: ignore[override]
         super().add(name or command.name, command)
+
+
+class SkillRegistrar(Registrar["Skill"]):
+    """``skills.add(path_to_skill_folder)`` or ``skills.add(Skill(...))``.
+
+    A folder is parsed at once (:func:`tether.skills.parse_skill`), so a malformed skill
+    is reported as a load error of the plugin that added it.
+    """
+
+    kind = "skill"
+
+    def add(self, skill: Skill | str | os.PathLike[str]) -> None:  # type: ignore[override]
+        from .skills import Skill, parse_skill
+
+        parsed = skill if isinstance(skill, Skill) else parse_skill(skill)
+        super().add(parsed.name, parsed)
+
+
+class StrategyRegistrar(Registrar[Callable[..., Any]]):
+    """``strategies.add("plan-and-execute", factory)``: how an agent works through a task.
+
+    ``factory(**settings)`` returns a :class:`~tether.strategies.Strategy`; ``react`` (the
+    plain loop), ``plan-and-execute`` and ``reflexion`` are built in.
+    """
+
+    kind = "strategy"

@@ -1,0 +1,217 @@
+"""Structured output: the type a run must return, its JSON schema, and its validation.
+
+``Agent(output_type=Invoice)`` (a pydantic model, a dataclass, ``list[...]``, a union, a
+primitive) makes ``RunResult.output`` a validated ``Invoice``. How the model is asked for
+it depends on the model's capabilities (data, never the provider's name):
+
+- ``structured_output`` models get the schema as the provider's native JSON-schema
+  output (:class:`~tether.provider.OutputSchema` on the request) and answer with JSON text;
+- the others get a final-answer tool whose arguments are the schema, and answer by
+  calling it.
+
+Either way the answer is validated here; a failure is sent back to the model with the
+errors (up to ``retries`` times), then the run ends with
+:class:`~tether.errors.OutputValidationError`.
+
+Schemas whose root is not an object (lists, unions, primitives) are wrapped in
+``{"result": ...}``: tool arguments and most native JSON modes require an object root.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+import pydantic_core
+
+from .errors import ConfigError, OutputValidationError
+from .provider import OutputSchema, ToolDefinition
+
+__all__ = ["FINAL_TOOL", "OutputSpec"]
+
+FINAL_TOOL = "final_result"
+"""Name of the final-answer tool offered to models without native schema output."""
+
+_WRAP_KEY = "result"
+
+
+class OutputSpec:
+    """An output type, its schema and how to validate answers against it.
+
+    :param output_type: anything pydantic can validate and describe as JSON schema.
+    :param retries: how many invalid answers are sent back for correction before the run
+        fails with :class:`~tether.errors.OutputValidationError`.
+    :param name: the schema's name (native output) and the final-answer tool's name.
+    :param description: what the answer is, shown to the model.
+    """
+
+    def __init__(
+        self,
+        output_type: Any,
+        *,
+        retries: int = 2,
+        name: str = FINAL_TOOL,
+        description: str | None = None,
+    ) -> None:
+        if retries < 0:
+            raise ConfigError(f"output_retries must be 0 or more, got {retries}.")
+        self.output_type = output_type
+        self.retries = retries
+        self.name = name
+        try:
+            self.adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(output_type)
+            inner = self.adapter.json_schema()
+        except (pydantic.PydanticUserError, pydantic_core.SchemaError, TypeError) as exc:
+            raise ConfigError(
+                f"output_type {output_type!r} cannot be described as JSON schema: {exc}. "
+                "Use a pydantic model, a dataclass, a TypedDict, list[...] or a union of them."
+            ) from exc
+        self.wrapped = inner.get("type") != "object" or "properties" not in inner
+        schema = _wrap(inner) if self.wrapped else inner
+        self.schema: dict[str, Any] = schema
+        self.description = description or (
+            str(inner.get("description"))
+            if inner.get("description")
+            else "The final answer. Call this once, when the task is done, with the complete answer."
+        )
+        strict = _strict_schema(schema)
+        self.strict = strict is not None
+        self.strict_schema: dict[str, Any] = strict if strict is not None else schema
+
+    # -- how the model is asked -------------------------------------------------------------
+    def native_schema(self) -> OutputSchema:
+        """The schema for a provider's native JSON-schema output."""
+        return OutputSchema(
+            name=self.name,
+            schema=self.strict_schema,
+            strict=self.strict,
+            description=self.description,
+        )
+
+    def tool_definition(self) -> ToolDefinition:
+        """The final-answer tool for models without native schema output."""
+        return ToolDefinition(self.name, self.description, self.schema)
+
+    # -- validation ---------------------------------------------------------------------------
+    def validate_text(self, text: str) -> Any:
+        """The validated value of a JSON answer, or :class:`OutputValidationError`."""
+        stripped = _strip_fence(text)
+        try:
+            raw = json.loads(stripped)
+        except ValueError as exc:
+            raise OutputValidationError(
+                f"The answer is not valid JSON ({exc}). Answer with only a JSON value "
+                f"matching this schema: {json.dumps(self.schema)}",
+                errors=[f"not JSON: {exc}"],
+            ) from None
+        return self.validate_arguments(raw)
+
+    def validate_arguments(self, raw: Any) -> Any:
+        """The validated value of a decoded answer (final-answer tool arguments, or the
+        parsed JSON text), or :class:`OutputValidationError` listing each problem."""
+        if self.wrapped:
+            if not isinstance(raw, Mapping) or _WRAP_KEY not in raw:
+                raise OutputValidationError(
+                    f'The answer must be a JSON object {{"{_WRAP_KEY}": ...}} matching this '
+                    f"schema: {json.dumps(self.schema)}",
+                    errors=[f"missing '{_WRAP_KEY}'"],
+                )
+            raw = raw[_WRAP_KEY]
+        try:
+            return self.adapter.validate_python(raw)
+        except pydantic.ValidationError as exc:
+            problems = []
+            for item in exc.errors(include_url=False):
+                where = ".".join(str(p) for p in item["loc"]) or "(root)"
+                problems.append(f"{where}: {item['msg']}")
+            raise OutputValidationError(
+                "The answer does not match the required schema:\n- "
+                + "\n- ".join(problems)
+                + f"\nRequired schema: {json.dumps(self.schema)}",
+                errors=problems,
+            ) from None
+
+    def partial(self, text: str) -> Any:
+        """The JSON value parsed so far from a streamed answer (unwrapped), or ``None``.
+
+        Incomplete strings, lists and objects are kept as far as they arrived; the value
+        is not validated (required fields may still be missing).
+        """
+        stripped = _strip_fence(text, partial=True)
+        if not stripped:
+            return None
+        try:
+            value = pydantic_core.from_json(stripped, allow_partial="trailing-strings")
+        except ValueError:
+            return None
+        if self.wrapped:
+            return value.get(_WRAP_KEY) if isinstance(value, dict) else None
+        return value
+
+    def dump(self, value: Any) -> Any:
+        """``value`` as plain JSON data (for printing and for storing in history)."""
+        return self.adapter.dump_python(value, mode="json")
+
+    def retry_prompt(self, error: OutputValidationError) -> str:
+        """The user message that sends an invalid native answer back for correction."""
+        return f"{error}\nAnswer again with only the corrected JSON."
+
+    def missing_tool_prompt(self) -> str:
+        """The user message for a tool-mode model that answered without the final tool."""
+        return (
+            f"Give your final answer by calling the `{self.name}` tool with arguments "
+            f"matching its schema: {json.dumps(self.schema)}"
+        )
+
+
+def _wrap(inner: dict[str, Any]) -> dict[str, Any]:
+    inner = dict(inner)
+    defs = inner.pop("$defs", None)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {_WRAP_KEY: inner},
+        "required": [_WRAP_KEY],
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def _strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy meeting strict-mode rules (every object closed, every property required),
+    or ``None`` when the schema has optional properties or open objects that strict mode
+    cannot express."""
+    result = copy.deepcopy(schema)
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, list):
+            return all(visit(item) for item in node)
+        if not isinstance(node, dict):
+            return True
+        if node.get("type") == "object" or "properties" in node:
+            properties = node.get("properties", {})
+            if set(node.get("required", [])) != set(properties):
+                return False
+            extra = node.get("additionalProperties")
+            if extra not in (None, False):
+                return False
+            node["additionalProperties"] = False
+        return all(visit(value) for key, value in node.items() if key != "default")
+
+    return result if visit(result) else None
+
+
+def _strip_fence(text: str, *, partial: bool = False) -> str:
+    """The text without a surrounding Markdown code fence, which some models add."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        newline = stripped.find("\n")
+        stripped = stripped[newline + 1 :] if newline != -1 else ""
+        if stripped.rstrip().endswith("```"):
+            stripped = stripped.rstrip()[:-3]
+        elif not partial:
+            return stripped
+    return stripped.strip()
