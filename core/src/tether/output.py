@@ -79,7 +79,8 @@ class OutputSpec:
         )
         strict = _strict_schema(schema)
         self.strict = strict is not None
-        self.strict_schema: dict[str, Any] = strict if strict is not None else schema
+        self.strict_schema: dict[str, Any] = strict if strict is not None else _closed(schema)
+        """What native output sends: every object closed (``additionalProperties: false``)."""
 
     # -- how the model is asked -------------------------------------------------------------
     def native_schema(self) -> OutputSchema:
@@ -202,6 +203,25 @@ def _strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
         return all(visit(value) for key, value in node.items() if key != "default")
 
     return result if visit(result) else None
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy with ``additionalProperties: false`` on every object that does not say."""
+    result = copy.deepcopy(schema)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                visit(item)
+        elif isinstance(node, dict):
+            if "properties" in node:
+                node.setdefault("additionalProperties", False)
+            for key, value in node.items():
+                if key != "default":
+                    visit(value)
+
+    visit(result)
+    return result
 
 
 def _strip_fence(text: str, *, partial: bool = False) -> str:

@@ -53,6 +53,7 @@ def _caps(
         parallel_tool_calls=True,
         prompt_caching=True,
         thinking=True,
+        structured_output=True,
         pricing=Pricing(
             input=price_in, output=price_out, cache_read=cache_read, cache_write=cache_write
         ),

@@ -115,6 +115,12 @@ def build_params(request: ModelRequest, origin: str, capabilities: ModelCapabili
         budget = thinking.get("budget_tokens")
         if isinstance(budget, int) and budget >= max_tokens:
             params["max_tokens"] = budget + max(max_tokens, _MIN_BUDGET)
+    if request.output_schema is not None:
+        output_config = dict(output_config or {})
+        output_config["format"] = {
+            "type": "json_schema",
+            "schema": dict(request.output_schema.schema),
+        }
     if output_config:
         params["output_config"] = output_config
     if request.temperature is not None:

@@ -48,6 +48,7 @@ def _model(
             parallel_tool_calls=True,
             prompt_caching=caching,
             thinking=thinking,
+            structured_output=True,
             pricing=pricing,
         ),
     )

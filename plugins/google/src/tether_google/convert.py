@@ -233,6 +233,9 @@ def build_config(request: ModelRequest, extra_system: str = "") -> types.Generat
         config["stop_sequences"] = list(request.stop_sequences)
     if request.thinking is not None and request.capabilities.thinking:
         config["thinking_config"] = _thinking_config(request.thinking)
+    if request.output_schema is not None:
+        config["response_mime_type"] = "application/json"
+        config["response_json_schema"] = dict(request.output_schema.schema)
     unknown = sorted(set(request.settings) - PASSTHROUGH_SETTINGS)
     if unknown:
         raise ConfigError(

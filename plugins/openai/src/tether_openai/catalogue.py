@@ -29,6 +29,7 @@ def _reasoning(
         parallel_tool_calls=True,
         prompt_caching=True,
         thinking=True,
+        structured_output=True,
         pricing=Pricing(input=input_price, output=output_price, cache_read=cached),
     )
 
@@ -44,6 +45,7 @@ def _chat(
         parallel_tool_calls=True,
         prompt_caching=True,
         thinking=False,
+        structured_output=True,
         pricing=Pricing(input=input_price, output=output_price, cache_read=cached),
     )
 

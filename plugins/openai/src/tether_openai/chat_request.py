@@ -56,6 +56,16 @@ def chat_params(
         params["temperature"] = request.temperature
     if request.stop_sequences and not caps.thinking:
         params["stop"] = list(request.stop_sequences)
+    if request.output_schema is not None:
+        schema = request.output_schema
+        json_schema: dict[str, Any] = {
+            "name": schema.name,
+            "schema": dict(schema.schema),
+            "strict": schema.strict,
+        }
+        if schema.description:
+            json_schema["description"] = schema.description
+        params["response_format"] = {"type": "json_schema", "json_schema": json_schema}
     if openai_features:
         if request.session_id:
             params["prompt_cache_key"] = cache_key(request.session_id)

@@ -26,7 +26,7 @@ from tether.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from tether.provider import ModelRequest, ToolDefinition
+from tether.provider import ModelRequest, OutputSchema, ToolDefinition
 
 from .chat_request import effort
 from .history import (
@@ -78,7 +78,22 @@ def responses_params(
                 reasoning["summary"] = reasoning_summary
         if reasoning:
             params["reasoning"] = reasoning
+    if request.output_schema is not None:
+        params["text"] = {"format": json_schema_format(request.output_schema)}
     return params
+
+
+def json_schema_format(output: OutputSchema) -> dict[str, Any]:
+    """The ``text.format`` of a structured-output request."""
+    form: dict[str, Any] = {
+        "type": "json_schema",
+        "name": output.name,
+        "schema": dict(output.schema),
+        "strict": output.strict,
+    }
+    if output.description:
+        form["description"] = output.description
+    return form
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
