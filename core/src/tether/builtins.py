@@ -26,9 +26,11 @@ def register_compaction_strategies(strategies: CompactionStrategyRegistrar) -> N
 
 @hookimpl
 def register_session_stores(stores: SessionStoreRegistrar) -> None:
-    from .sessions.store import SessionStore
+    from .sessions.backend import JsonlBackend
+    from .sessions.sqlite import SqliteSessionStore
 
-    stores.add("jsonl", SessionStore)
+    stores.add("jsonl", JsonlBackend)
+    stores.add("sqlite", SqliteSessionStore)
 
 
 @hookimpl

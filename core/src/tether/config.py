@@ -31,6 +31,10 @@ An example with every section::
     strategy = "summarize"
     threshold = 0.6
 
+    [sessions]
+    store = "jsonl"                            # or "sqlite", "postgres", "redis"
+    settings = {}
+
 A malformed file or an unknown key raises :class:`~tether.errors.ConfigError` naming
 the file and the key.
 """
@@ -53,6 +57,7 @@ __all__ = [
     "LimitsConfig",
     "MemoryConfig",
     "ProviderConfig",
+    "SessionsConfig",
     "config_path",
     "data_dir",
     "load_config",
@@ -121,6 +126,15 @@ class MemoryConfig(_Strict):
     project_cap: int = Field(2500, ge=1, description="Characters of the project facts.")
 
 
+class SessionsConfig(_Strict):
+    """Where named sessions live: ``store`` names a session store registered by a plugin
+    (``jsonl`` and ``sqlite`` are built in; ``postgres`` and ``redis`` come with
+    tether-postgres and tether-redis), ``settings`` are passed to it."""
+
+    store: str = "jsonl"
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
 class Config(_Strict):
     """The whole configuration. Construct directly in code, or :func:`load_config`."""
 
@@ -136,6 +150,7 @@ class Config(_Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     data_dir: Path | None = None
 
     source: Path | None = Field(None, exclude=True, description="The file this came from.")

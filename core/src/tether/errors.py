@@ -76,6 +76,7 @@ __all__ = [
     "RunCancelled",
     "ServerError",
     "SessionError",
+    "SessionConflictError",
     "SessionLockedError",
     "TetherError",
     "TokenBudgetExceeded",
@@ -268,6 +269,30 @@ class SessionError(TetherError):
 
 class SessionLockedError(SessionError):
     """Another process has the session open for writing."""
+
+
+class SessionConflictError(SessionError):
+    """Another writer changed the session since this one loaded it; nothing was written.
+
+    Stores shared by many workers check a version on every write (optimistic
+    concurrency): the write that finds the version moved loses, so two workers never
+    interleave one conversation. Reopen the session to see the other writer's messages.
+    ``expected`` is the version this writer had, ``actual`` the one it found (``None``
+    when the store does not say).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session: str = "",
+        expected: int | None = None,
+        actual: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.session = session
+        self.expected = expected
+        self.actual = actual
 
 
 class MemoryBackendError(TetherError):

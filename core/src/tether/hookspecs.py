@@ -98,9 +98,15 @@ def register_compaction_strategies(strategies: CompactionStrategyRegistrar) -> N
 
 @hookspec
 def register_session_stores(stores: SessionStoreRegistrar) -> None:
-    """Register places where named sessions are kept (``jsonl`` is built in).
+    """Register places where named sessions are kept (``jsonl`` and ``sqlite`` are built in).
 
-    :param stores: call ``stores.add(name, factory)``.
+    Called once per plugin manager, the first time a session is opened by name.
+
+    :param stores: call ``stores.add(name, factory)``; ``factory(**settings)`` returns a
+        :class:`~tether.sessions.SessionBackend`. ``settings`` are the ``[sessions]
+        settings`` of the configuration plus ``data_dir``. Connect lazily (on the first
+        awaited call), not in the factory. A store's tests should subclass
+        :class:`tether.testing.SessionStoreContract`.
     """
 
 

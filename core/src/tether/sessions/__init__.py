@@ -3,25 +3,51 @@
 ``InMemorySession`` keeps it in a list; ``JsonlSession`` (the production default) writes
 one message per line and survives crashes. Anything with the :class:`Session` shape
 works: the runner only appends messages, reads them back and, when compacting, replaces
-the whole history at once.
+the whole history at once. Stores shared by many workers (``SqliteSessionStore`` here,
+PostgreSQL and Redis in plugins) hand out :class:`AsyncSession` objects whose writes are
+awaited and version-checked; the runner accepts both kinds.
 """
 
 from __future__ import annotations
 
-from .base import Session
+from .backend import JsonlBackend, SessionBackend, open_session_backend
+from .base import (
+    AnySession,
+    AsyncSession,
+    Session,
+    append_message,
+    close_session,
+    is_async_session,
+    replace_messages,
+)
 from .jsonl import JsonlSession, load_session_file
 from .memory import InMemorySession
 from .repair import RepairAction, RepairReport, repair_messages
+from .sqlite import SqliteSessionStore
 from .store import SessionInfo, SessionStore
+from .versioned import SessionSummary, StoredSession, VersionedStore
 
 __all__ = [
+    "AnySession",
+    "AsyncSession",
     "InMemorySession",
+    "JsonlBackend",
     "JsonlSession",
     "RepairAction",
     "RepairReport",
     "Session",
+    "SessionBackend",
     "SessionInfo",
     "SessionStore",
+    "SessionSummary",
+    "SqliteSessionStore",
+    "StoredSession",
+    "VersionedStore",
+    "append_message",
+    "close_session",
+    "is_async_session",
     "load_session_file",
+    "open_session_backend",
     "repair_messages",
+    "replace_messages",
 ]

@@ -1,13 +1,22 @@
-"""The :class:`Session` protocol."""
+"""The :class:`Session` and :class:`AsyncSession` protocols."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ..messages import Message
 
-__all__ = ["Session"]
+__all__ = [
+    "AnySession",
+    "AsyncSession",
+    "Session",
+    "append_message",
+    "close_session",
+    "is_async_session",
+    "replace_messages",
+]
 
 
 @runtime_checkable
@@ -31,3 +40,63 @@ class Session(Protocol):
     def replace(self, messages: Sequence[Message]) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncSession(Protocol):
+    """A session kept in a networked store (PostgreSQL, Redis, ...): the same contract as
+    :class:`Session`, with writes that are awaited so they never block the event loop.
+
+    ``messages`` is the history as this writer knows it (loaded on open, extended by its
+    own writes). ``version`` counts the writes the store has accepted; every write states
+    the version it expects, and a write that finds another one raises
+    :class:`~tether.errors.SessionConflictError` and changes nothing, so two workers never
+    interleave one conversation. The runner accepts both kinds of session.
+    """
+
+    id: str
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+    @property
+    def version(self) -> int: ...
+
+    async def append(self, message: Message) -> None: ...
+
+    async def replace(self, messages: Sequence[Message]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+AnySession = Session | AsyncSession
+
+
+def is_async_session(session: object) -> bool:
+    """Whether ``session`` writes through coroutines (an :class:`AsyncSession`)."""
+    return inspect.iscoroutinefunction(getattr(session, "append", None))
+
+
+async def append_message(session: AnySession, message: Message) -> None:
+    """Append ``message`` to either kind of session."""
+    result = session.append(message)
+    if inspect.isawaitable(result):
+        await result
+
+
+async def replace_messages(session: AnySession, messages: Sequence[Message]) -> None:
+    """Replace the history of either kind of session."""
+    result = session.replace(messages)
+    if inspect.isawaitable(result):
+        await result
+
+
+async def close_session(session: object) -> None:
+    """Close either kind of session (``aclose`` if it has one, else ``close``)."""
+    aclose = getattr(session, "aclose", None)
+    if aclose is not None:
+        await aclose()
+        return
+    close = getattr(session, "close", None)
+    if close is not None:
+        close()

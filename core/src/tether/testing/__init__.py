@@ -3,6 +3,8 @@
 - :class:`ScriptedProvider` plays back queued replies (text, thinking, tool calls, usage)
   and failures (rate limits with ``retry_after``, server errors, mid-stream drops,
   authentication failures, context overflow), and records every request.
+- :class:`SessionStoreContract` is the test suite every session store must pass
+  (subclass it in the store's tests).
 - :func:`assert_invariant` checks a history against the tool-call/result invariant.
 - The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
   is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
@@ -10,6 +12,8 @@
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .invariant import InvariantViolation, assert_invariant, invariant_violations
 from .scripted import (
@@ -27,12 +31,16 @@ from .scripted import (
 )
 from .tools import call_tool, make_tool_context
 
+if TYPE_CHECKING:
+    from .session_store import SessionStoreContract
+
 __all__ = [
     "Failure",
     "InvariantViolation",
     "Reply",
     "ScriptExhausted",
     "ScriptedProvider",
+    "SessionStoreContract",
     "assert_invariant",
     "auth_failed",
     "call",
@@ -45,3 +53,12 @@ __all__ = [
     "rate_limited",
     "server_error",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The contract suite imports pytest; load it only when asked for.
+    if name == "SessionStoreContract":
+        from .session_store import SessionStoreContract
+
+        return SessionStoreContract
+    raise AttributeError(f"module 'tether.testing' has no attribute {name!r}")

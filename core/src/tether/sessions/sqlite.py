@@ -1,0 +1,249 @@
+"""``SqliteSessionStore``: every session in one SQLite file, safe for many processes.
+
+The embedded choice when several worker processes on one machine share sessions (the
+JSONL store's file lock lets only one process open a session at a time). Each write is
+one ``BEGIN IMMEDIATE`` transaction that checks the session's version first (see
+:mod:`tether.sessions.versioned`); the file is in WAL mode so readers never wait for the
+writer. Work runs in a thread so the event loop never blocks on the disk.
+
+Settings (``[sessions] settings``): ``path`` (default ``<data dir>/sessions.sqlite3``),
+``busy_timeout`` in seconds (default 30), ``synchronous`` (``"full"``, the default, makes
+every committed append survive a power loss; ``"normal"`` survives a process crash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from ..errors import ConfigError, SessionError
+from .versioned import SessionSummary, StoredRecord, VersionedStore, conflict
+
+__all__ = ["SqliteSessionIO", "SqliteSessionStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tether_sessions (
+    name TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tether_session_messages (
+    session TEXT NOT NULL REFERENCES tether_sessions(name) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+"""
+
+
+class SqliteSessionIO:
+    """The :class:`~tether.sessions.versioned.SessionIO` of one SQLite file."""
+
+    def __init__(
+        self, path: Path, *, busy_timeout: float = 30.0, synchronous: str = "full"
+    ) -> None:
+        if synchronous.lower() not in ("full", "normal"):
+            raise ConfigError(
+                f'[sessions] settings.synchronous must be "full" or "normal", not {synchronous!r}.'
+            )
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous.upper()
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=self.busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.executescript(_SCHEMA)
+            except (sqlite3.Error, OSError) as exc:
+                raise SessionError(f"Cannot open the session database {self.path}: {exc}.") from exc
+            self._conn = conn
+        return self._conn
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                conn = self._connect()
+                try:
+                    return work(conn)
+                except sqlite3.Error as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise SessionError(f"Session database {self.path} failed: {exc}.") from exc
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+
+        return await asyncio.to_thread(locked)
+
+    # -- SessionIO ------------------------------------------------------------------------
+    async def load(self, name: str) -> StoredRecord | None:
+        def work(conn: sqlite3.Connection) -> StoredRecord | None:
+            conn.execute("BEGIN")
+            row = conn.execute(
+                "SELECT id, created_at, version FROM tether_sessions WHERE name = ?", (name,)
+            ).fetchone()
+            if row is None:
+                conn.execute("COMMIT")
+                return None
+            lines = [
+                body
+                for (body,) in conn.execute(
+                    "SELECT body FROM tether_session_messages WHERE session = ? ORDER BY seq",
+                    (name,),
+                )
+            ]
+            conn.execute("COMMIT")
+            return StoredRecord(row[0], row[1], row[2], lines)
+
+        return await self._run(work)
+
+    async def create(self, name: str, session_id: str, created_at: float) -> StoredRecord:
+        def work(conn: sqlite3.Connection) -> StoredRecord:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(
+                "INSERT OR IGNORE INTO tether_sessions (name, id, created_at, updated_at, version) "
+                "VALUES (?, ?, ?, ?, 0)",
+                (name, session_id, created_at, created_at),
+            )
+            row = conn.execute(
+                "SELECT id, created_at, version FROM tether_sessions WHERE name = ?", (name,)
+            ).fetchone()
+            lines = [
+                body
+                for (body,) in conn.execute(
+                    "SELECT body FROM tether_session_messages WHERE session = ? ORDER BY seq",
+                    (name,),
+                )
+            ]
+            conn.execute("COMMIT")
+            return StoredRecord(row[0], row[1], row[2], lines)
+
+        return await self._run(work)
+
+    def _bump(self, conn: sqlite3.Connection, name: str, expected: int) -> None:
+        updated = conn.execute(
+            "UPDATE tether_sessions SET version = version + 1, updated_at = ? "
+            "WHERE name = ? AND version = ?",
+            (time.time(), name, expected),
+        ).rowcount
+        if updated != 1:
+            row = conn.execute(
+                "SELECT version FROM tether_sessions WHERE name = ?", (name,)
+            ).fetchone()
+            raise conflict(name, expected, None if row is None else row[0])
+
+    async def append(self, name: str, expected: int, position: int, line: str) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            conn.execute("BEGIN IMMEDIATE")
+            self._bump(conn, name, expected)
+            conn.execute(
+                "INSERT INTO tether_session_messages (session, seq, body) VALUES (?, ?, ?)",
+                (name, position, line),
+            )
+            conn.execute("COMMIT")
+            return expected + 1
+
+        return await self._run(work)
+
+    async def replace(self, name: str, expected: int, lines: Sequence[str]) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            conn.execute("BEGIN IMMEDIATE")
+            self._bump(conn, name, expected)
+            conn.execute("DELETE FROM tether_session_messages WHERE session = ?", (name,))
+            conn.executemany(
+                "INSERT INTO tether_session_messages (session, seq, body) VALUES (?, ?, ?)",
+                [(name, seq, line) for seq, line in enumerate(lines)],
+            )
+            conn.execute("COMMIT")
+            return expected + 1
+
+        return await self._run(work)
+
+    async def summaries(self) -> list[SessionSummary]:
+        def work(conn: sqlite3.Connection) -> list[SessionSummary]:
+            rows = conn.execute(
+                "SELECT s.name, s.updated_at, "
+                "(SELECT COUNT(*) FROM tether_session_messages m WHERE m.session = s.name) "
+                "FROM tether_sessions s"
+            ).fetchall()
+            return [
+                SessionSummary(name, count, datetime.fromtimestamp(updated, tz=UTC))
+                for name, updated, count in rows
+            ]
+
+        return await self._run(work)
+
+    async def delete(self, name: str) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM tether_session_messages WHERE session = ?", (name,))
+            deleted = conn.execute("DELETE FROM tether_sessions WHERE name = ?", (name,)).rowcount
+            conn.execute("COMMIT")
+            return bool(deleted)
+
+        return await self._run(work)
+
+    async def aclose(self) -> None:
+        def close() -> None:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await asyncio.to_thread(close)
+
+
+class SqliteSessionStore(VersionedStore):
+    """Sessions in one SQLite file (the ``sqlite`` session store); see the module docstring.
+
+    :param path: the database file; default ``<data_dir>/sessions.sqlite3``.
+    """
+
+    kind = "sqlite"
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        data_dir: str | None = None,
+        busy_timeout: float = 30.0,
+        synchronous: str = "full",
+    ) -> None:
+        if path is None:
+            if data_dir is None:
+                from ..config import data_dir as default_data_dir
+
+                data_dir = str(default_data_dir())
+            file = Path(data_dir) / "sessions.sqlite3"
+        else:
+            file = Path(path)
+        super().__init__(SqliteSessionIO(file, busy_timeout=busy_timeout, synchronous=synchronous))
+
+    def __repr__(self) -> str:
+        io = self.io
+        assert isinstance(io, SqliteSessionIO)
+        return f"<SqliteSessionStore {io.path}>"

@@ -1,0 +1,82 @@
+"""The session-store contract on the built-in stores (JSONL, SQLite), and the
+configuration that picks a store."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.config import parse_config
+from tether.errors import ConfigError
+from tether.plugins import PluginManager
+from tether.sessions import (
+    JsonlBackend,
+    SqliteSessionStore,
+    open_session_backend,
+)
+from tether.testing import SessionStoreContract
+
+
+class TestJsonlStore(SessionStoreContract):
+    exclusive_open = True
+
+    @pytest.fixture
+    def store_factory(self, tmp_path: Path) -> Callable[[], JsonlBackend]:
+        return lambda: JsonlBackend(str(tmp_path / "sessions"), durable=False)
+
+    async def store_raw_line(self, store: Any, name: str, line: str) -> bool:
+        with store.files.path(name).open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
+        return True
+
+
+class TestSqliteStore(SessionStoreContract):
+    @pytest.fixture
+    def store_factory(self, tmp_path: Path) -> Callable[[], SqliteSessionStore]:
+        return lambda: SqliteSessionStore(str(tmp_path / "sessions.sqlite3"))
+
+    async def store_raw_line(self, store: Any, name: str, line: str) -> bool:
+        with sqlite3.connect(store.io.path) as conn:
+            (count,) = conn.execute(
+                "SELECT COUNT(*) FROM tether_session_messages WHERE session = ?", (name,)
+            ).fetchone()
+            conn.execute(
+                "INSERT INTO tether_session_messages VALUES (?, ?, ?)", (name, count, line)
+            )
+        return True
+
+
+def test_the_configured_store_is_made_with_its_settings(tmp_path: Path) -> None:
+    config = parse_config(
+        {"sessions": {"store": "sqlite", "settings": {"path": str(tmp_path / "s.db")}}}
+    )
+    store = open_session_backend(config, PluginManager(entry_points=False))
+    assert isinstance(store, SqliteSessionStore)
+    assert store.io.path == tmp_path / "s.db"  # type: ignore[attr-defined]
+
+
+def test_the_default_store_is_jsonl_in_the_data_dir(tmp_path: Path) -> None:
+    config = parse_config({"data_dir": str(tmp_path)})
+    store = open_session_backend(config, PluginManager(entry_points=False))
+    assert isinstance(store, JsonlBackend)
+    assert store.files.root == tmp_path / "sessions"
+
+
+def test_an_unknown_store_names_the_installed_ones() -> None:
+    config = parse_config({"sessions": {"store": "sqlit"}})
+    with pytest.raises(ConfigError, match=r'No session store named "sqlit".*Did you mean "sqlite"'):
+        open_session_backend(config, PluginManager(entry_points=False))
+
+
+def test_unknown_keys_in_the_sessions_section_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"sessions\.backend"):
+        parse_config({"sessions": {"backend": "sqlite"}})
+
+
+def test_a_bad_sqlite_setting_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="synchronous"):
+        SqliteSessionStore(str(tmp_path / "s.db"), synchronous="sometimes")
