@@ -138,13 +138,21 @@ def test_python_snippets_of_other_pages_compile(page: Path) -> None:
 
 # -- configuration ------------------------------------------------------------------------------
 def _config_models() -> list[tuple[str, type]]:
-    from tether.config import CompactionConfig, Config, LimitsConfig, MemoryConfig, ProviderConfig
+    from tether.config import (
+        CompactionConfig,
+        Config,
+        LimitsConfig,
+        MemoryConfig,
+        ProviderConfig,
+        SessionsConfig,
+    )
 
     return [
         ("", Config),
         ("limits.", LimitsConfig),
         ("compaction.", CompactionConfig),
         ("memory.", MemoryConfig),
+        ("sessions.", SessionsConfig),
         ("providers.<name>.", ProviderConfig),
     ]
 
