@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["CancelToken"]
+from .errors import RunCancelled
+
+__all__ = ["CancelScope", "CancelToken"]
 
 
 class CancelToken:
@@ -61,6 +65,71 @@ class CancelToken:
                 self._callbacks.remove(entry)
 
         return remove
+
+
+class CancelScope:
+    """Lets a :class:`CancelToken` interrupt one task, but only inside :meth:`interruptible`.
+
+    A run awaits many things; only some of them (a model stream, a retry's sleep, running
+    tools, a compaction) may be cut short by the token. Wrap those awaits in
+    ``with scope.interruptible():``; a cancel that arrives there cancels the task (the
+    await raises :class:`asyncio.CancelledError`), and a cancel that arrives elsewhere is
+    noticed at the next check instead. Use the scope itself as a context manager around
+    the whole run to register and remove the token's callback.
+    """
+
+    __slots__ = ("_armed", "_remove", "_task", "token")
+
+    def __init__(self, token: CancelToken) -> None:
+        self.token = token
+        self._task: asyncio.Task[Any] | None = None
+        self._armed = False
+        self._remove: Callable[[], None] | None = None
+
+    @property
+    def task(self) -> asyncio.Task[Any] | None:
+        """The task the scope interrupts (the one that entered it)."""
+        return self._task
+
+    def __enter__(self) -> CancelScope:
+        self._task = asyncio.current_task()
+        self._remove = self.token.on_cancel(self._on_cancel)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._armed = False
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+
+    def check(self) -> None:
+        """Raise :class:`~tether.errors.RunCancelled` if the token is cancelled."""
+        if self.token.reason is not None:
+            raise RunCancelled(self.token.reason)
+
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Let a cancel interrupt the body; raise at once if already cancelled."""
+        self.check()
+        self._armed = True
+        try:
+            yield
+        finally:
+            self._armed = False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Inside :meth:`interruptible`: not interruptible while the body runs (e.g. while
+        a generator yields to its consumer); on leaving it normally, check and re-arm."""
+        self._armed = False
+        yield
+        self.check()
+        self._armed = True
+
+    def _on_cancel(self) -> None:
+        task = self._task
+        if self._armed and task is not None and not task.done():
+            task.cancel("tether: cancel token")
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

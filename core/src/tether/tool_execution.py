@@ -1,9 +1,14 @@
-"""Running one tool call and turning whatever happens into a tool result.
+"""Running tool calls and turning whatever happens into tool results.
 
 :meth:`ToolExecutor.execute` never raises for a tool's failure: an unknown tool name,
 arguments that are not JSON or do not match the schema, a timeout, or an exception in
 the tool all become an ``is_error`` result written for the model to act on. Only
 cancellation propagates.
+
+:class:`ToolScheduler` runs the calls of one assistant message: in groups that may run
+together (sequential tools run alone), yielding ``ToolStart``/``ToolEnd`` as they happen
+and filling one result slot per call, so that whatever interrupts it the caller knows
+which calls were answered.
 """
 
 from __future__ import annotations
@@ -11,19 +16,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Mapping, MutableMapping, Sequence
+import time
+from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
 from .arguments import prepare_arguments
-from .cancel import CancelToken
+from .cancel import CancelScope, CancelToken
 from .errors import InvalidToolArguments, ToolError
+from .events import ToolEnd, ToolStart
 from .messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .tools import Tool, ToolContext, format_validation_error, result_content
 
-__all__ = ["INTERRUPTED", "ToolExecutor", "interrupted_result", "rehome_images"]
+if TYPE_CHECKING:
+    from .guard import RunGuard
+
+__all__ = ["INTERRUPTED", "ToolExecutor", "ToolScheduler", "interrupted_result", "rehome_images"]
 
 INTERRUPTED = "Interrupted: the run was cancelled before this tool call finished. It may or may not have taken effect."
 
@@ -125,6 +135,120 @@ class ToolExecutor:
     @staticmethod
     def _error(call: ToolCallBlock, message: str) -> ToolResultBlock:
         return ToolResultBlock(call_id=call.id, content=message, is_error=True)
+
+
+class ToolScheduler:
+    """Runs the tool calls of one assistant message through a :class:`ToolExecutor`.
+
+    With ``parallel`` (the agent allows it and the model can ask for parallel calls),
+    consecutive calls to tools not marked ``sequential`` run concurrently; otherwise one at
+    a time, in declared order. Waits are interruptible through ``scope`` and bounded by
+    the ``guard``'s wall-time limit.
+    """
+
+    def __init__(
+        self, executor: ToolExecutor, *, parallel: bool, scope: CancelScope, guard: RunGuard
+    ) -> None:
+        self.executor = executor
+        self.parallel = parallel
+        self.scope = scope
+        self.guard = guard
+
+    async def run(
+        self,
+        calls: Sequence[ToolCallBlock],
+        results: list[ToolResultBlock | None],
+        late_ends: list[ToolEnd],
+    ) -> AsyncIterator[ToolStart | ToolEnd]:
+        """Run ``calls``, storing each result at its call's index in ``results``.
+
+        If interrupted, calls that finished but were not yet reported get their
+        ``ToolEnd`` appended to ``late_ends``; their results are kept. Unfinished calls
+        are cancelled and their slots left ``None``.
+        """
+        if len(calls) == 1 and self.guard.deadline is None:
+            call = calls[0]
+            yield ToolStart(call.id, call.name, call.arguments)
+            started = time.perf_counter()
+            with self.scope.interruptible():
+                result = await self.executor.execute(call)
+            results[0] = result
+            yield ToolEnd(call.id, call.name, result, time.perf_counter() - started)
+            return
+        for group in self.groups(calls):
+            async for event in self._run_group(calls, group, results, late_ends):
+                yield event
+
+    def groups(self, calls: Sequence[ToolCallBlock]) -> list[list[int]]:
+        """Indices of calls that may run together, in declared order."""
+        if not self.parallel:
+            return [[i] for i in range(len(calls))]
+        groups: list[list[int]] = []
+        current: list[int] = []
+        for index, call in enumerate(calls):
+            if self.executor.is_sequential(call):
+                if current:
+                    groups.append(current)
+                    current = []
+                groups.append([index])
+            else:
+                current.append(index)
+        if current:
+            groups.append(current)
+        return groups
+
+    async def _run_group(
+        self,
+        calls: Sequence[ToolCallBlock],
+        group: list[int],
+        results: list[ToolResultBlock | None],
+        late_ends: list[ToolEnd],
+    ) -> AsyncIterator[ToolStart | ToolEnd]:
+        started: dict[asyncio.Task[ToolResultBlock], tuple[int, float]] = {}
+        for index in group:
+            call = calls[index]
+            yield ToolStart(call.id, call.name, call.arguments)
+            task = asyncio.ensure_future(self.executor.execute(call))
+            started[task] = (index, time.perf_counter())
+        pending: set[asyncio.Task[ToolResultBlock]] = set(started)
+        try:
+            while pending:
+                with self.scope.interruptible():
+                    done, pending = await asyncio.wait(
+                        pending, timeout=self.guard.remaining(), return_when=asyncio.FIRST_COMPLETED
+                    )
+                if not done:
+                    raise self.guard.tools_timed_out()
+                for task in sorted(done, key=lambda t: started[t][0]):
+                    index, began = started[task]
+                    results[index] = result = task.result()
+                    call = calls[index]
+                    yield ToolEnd(call.id, call.name, result, time.perf_counter() - began)
+        finally:
+            _keep_finished(calls, started, results, late_ends)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _keep_finished(
+    calls: Sequence[ToolCallBlock],
+    started: Mapping[asyncio.Task[ToolResultBlock], tuple[int, float]],
+    results: list[ToolResultBlock | None],
+    late_ends: list[ToolEnd],
+) -> None:
+    """Keep what finished before an interruption (reported before ``Done``)."""
+    for task, (index, began) in started.items():
+        if (
+            results[index] is None
+            and task.done()
+            and not task.cancelled()
+            and task.exception() is None
+        ):
+            results[index] = result = task.result()
+            call = calls[index]
+            late_ends.append(ToolEnd(call.id, call.name, result, time.perf_counter() - began))
 
 
 def rehome_images(

@@ -11,7 +11,7 @@ Three renderers share one small interface (:class:`Renderer`):
   unchanged, so ``tether run ... > answer.txt`` captures exactly it. Tool activity,
   retries and the usage line go to stderr as ``[tool] ...`` style lines.
 - :class:`JsonRenderer` (``--json``): one JSON object per event per line on stdout, as
-  built by :func:`event_to_dict`, flushed as it happens.
+  built by :func:`tether.events.event_to_dict`, flushed as it happens.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from ..events import (
     Done,
     Retry,
     RunEvent,
-    SessionRepaired,
     TextDelta,
     ThinkingDelta,
     ToolEnd,
     ToolStart,
     TurnEnd,
+    event_to_dict,
 )
 
 if TYPE_CHECKING:
@@ -151,88 +151,6 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
 
 
 # -- JSON -------------------------------------------------------------------------------
-def event_to_dict(event: RunEvent) -> dict[str, Any]:
-    """The ``--json`` form of an event: a flat object whose ``type`` names the event
-    (``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_end``, ``compaction``,
-    ``retry``, ``turn_end``, ``session_repaired``, ``done``). Errors are given as their message and class name.
-    """
-    if isinstance(event, TextDelta):
-        return {"type": "text_delta", "text": event.text}
-    if isinstance(event, ThinkingDelta):
-        return {"type": "thinking_delta", "text": event.text, "signature": event.signature}
-    if isinstance(event, ToolStart):
-        return {
-            "type": "tool_start",
-            "call_id": event.call_id,
-            "name": event.name,
-            "arguments": event.arguments,
-        }
-    if isinstance(event, ToolEnd):
-        content = event.result.content
-        return {
-            "type": "tool_end",
-            "call_id": event.call_id,
-            "name": event.name,
-            "is_error": event.is_error,
-            "interrupted": event.interrupted,
-            "duration": event.duration,
-            "content": content
-            if isinstance(content, str)
-            else [b.model_dump(mode="json") for b in content],
-        }
-    if isinstance(event, Compaction):
-        return {
-            "type": "compaction",
-            "strategy": event.strategy,
-            "tokens_before": event.tokens_before,
-            "tokens_after": event.tokens_after,
-            "messages_before": event.messages_before,
-            "messages_after": event.messages_after,
-        }
-    if isinstance(event, Retry):
-        return {
-            "type": "retry",
-            "attempt": event.attempt,
-            "delay": event.delay,
-            "error": str(event.error),
-            "error_type": type(event.error).__name__,
-        }
-    if isinstance(event, TurnEnd):
-        return {
-            "type": "turn_end",
-            "model": event.model,
-            "stop_reason": event.stop_reason.value,
-            "usage": event.usage.model_dump(mode="json"),
-            "latency": event.latency,
-            "cost": event.cost,
-        }
-    if isinstance(event, Done):
-        result = event.result
-        return {
-            "type": "done",
-            "outcome": result.outcome.value,
-            "output": result.output,
-            "session_id": result.session_id,
-            "usage": result.usage.model_dump(mode="json"),
-            "cost": result.cost,
-            "turns": result.turns,
-            "tool_calls": result.tool_calls,
-            "tool_errors": result.tool_errors,
-            "retries": result.retries,
-            "stop_reason": result.stop_reason.value if result.stop_reason is not None else None,
-            "duration": result.duration,
-            "error": str(result.error) if result.error is not None else None,
-            "error_type": type(result.error).__name__ if result.error is not None else None,
-        }
-    if isinstance(event, SessionRepaired):
-        summary = getattr(event.report, "summary", None)
-        return {
-            "type": "session_repaired",
-            "summary": summary() if callable(summary) else str(event.report),
-        }
-    raise TypeError(f"Not a run event: {event!r}")
-
-
 class JsonRenderer:
     """One JSON object per line on ``out`` for every event; notices and errors are
     objects of type ``notice`` and ``error`` (errors are also written to ``err``)."""
@@ -376,27 +294,7 @@ class RichRenderer:
                 )
             )
         elif isinstance(event, ToolEnd):
-            self._running.pop(event.call_id, None)
-            text = _first_line(_result_text(event.result))
-            if event.interrupted:
-                self._line(
-                    Text.assemble(
-                        ("  ✗ ", "bold red"), (event.name, "red"), (": interrupted", "red")
-                    )
-                )
-            elif event.is_error:
-                self._line(
-                    Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red"))
-                )
-            else:
-                self._line(
-                    Text.assemble(
-                        ("  ✓ ", "green"),
-                        (event.name, "green"),
-                        (f" {event.duration:.2f}s ", "dim"),
-                        (text, "dim"),
-                    )
-                )
+            self._tool_end(event)
         elif isinstance(event, Retry):
             discarded = " (the partial answer above is discarded)" if self._streamed_text else ""
             self._line(
@@ -424,6 +322,26 @@ class RichRenderer:
                 )
             self._running.clear()
             self._line(Text(usage_line(event.result, self._model), style="dim"))
+
+    def _tool_end(self, event: ToolEnd) -> None:
+        from rich.text import Text
+
+        self._running.pop(event.call_id, None)
+        text = _first_line(_result_text(event.result))
+        if event.interrupted:
+            line = Text.assemble(
+                ("  ✗ ", "bold red"), (event.name, "red"), (": interrupted", "red")
+            )
+        elif event.is_error:
+            line = Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red"))
+        else:
+            line = Text.assemble(
+                ("  ✓ ", "green"),
+                (event.name, "green"),
+                (f" {event.duration:.2f}s ", "dim"),
+                (text, "dim"),
+            )
+        self._line(line)
 
     def notice(self, message: str) -> None:
         from rich.text import Text

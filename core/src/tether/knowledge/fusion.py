@@ -95,6 +95,19 @@ def fuse(
                 scores[key] = scores.get(key, 0.0) + weight * normalised[rank - 1]
             chunks.setdefault(key, chunk)
             ranks.setdefault(key, [None, None])[position] = rank
+    return _top_passages(scores, chunks, ranks, k=k, min_score=min_score, keyword_only=keyword_only)
+
+
+def _top_passages(
+    scores: dict[tuple[str, int], float],
+    chunks: dict[tuple[str, int], Chunk],
+    ranks: dict[tuple[str, int], list[int | None]],
+    *,
+    k: int,
+    min_score: float,
+    keyword_only: bool,
+) -> list[Passage]:
+    """The best ``k`` passages scoring at least ``min_score``, best first."""
     order = sorted(scores, key=lambda key: -scores[key])
     passages: list[Passage] = []
     for key in order:

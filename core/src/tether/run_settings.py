@@ -1,0 +1,43 @@
+"""What every run of one agent shares: :class:`RunSettings`, built once by the Agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .compaction import CompactionStrategy
+    from .config import LimitsConfig
+    from .events import RunEvent
+    from .provider import ModelCapabilities, Provider, ThinkingConfig, ToolDefinition
+    from .retry import RetryPolicy
+
+__all__ = ["RunSettings"]
+
+
+@dataclass(slots=True)
+class RunSettings:
+    """Everything a run needs that does not change between runs of one agent."""
+
+    provider: Provider
+    model: str
+    model_string: str
+    capabilities: ModelCapabilities
+    system: str
+    tools: dict[str, Any]
+    tool_definitions: Sequence[ToolDefinition]
+    tool_settings: dict[str, dict[str, Any]]
+    parallel_tools: bool
+    limits: LimitsConfig
+    retry: RetryPolicy
+    compaction: CompactionStrategy
+    max_output_tokens: int | None
+    temperature: float | None
+    thinking: ThinkingConfig | None
+    provider_settings: dict[str, Any]
+    observers: Sequence[Callable[[RunEvent], None]]
+    cwd: Any
+    env: dict[str, str]
+    refresh_system: Callable[[], str] | None = None
+    """Called after a compaction for a new system prompt (e.g. a fresh memory snapshot)."""
