@@ -98,7 +98,7 @@ def test_model_strings_resolve_by_name_prefix_and_alias() -> None:
         parse_model_string("antropic/claude-x", registry)
     assert (
         str(excinfo.value)
-        == "No provider named \"antropic\". Did you mean 'anthropic'? Installed: anthropic, openai, openrouter."
+        == "No provider named \"antropic\". Did you mean 'anthropic'? Installed: anthropic, demo, openai, openrouter."
     )
     with pytest.raises(UnknownProviderError, match='Write it as "provider/mystery-model"'):
         parse_model_string("mystery-model", registry)

@@ -7,11 +7,15 @@ any plugin.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
+from .errors import ConfigError
 from .hookspecs import hookimpl
 from .registry import (
     CompactionStrategyRegistrar,
     MemoryBackendRegistrar,
+    ProviderRegistrar,
     SessionStoreRegistrar,
     ToolRegistrar,
 )
@@ -25,6 +29,19 @@ def register_compaction_strategies(strategies: CompactionStrategyRegistrar) -> N
 
 
 @hookimpl
+def register_providers(providers: ProviderRegistrar) -> None:
+    from .demo import SETTINGS, make_demo_provider
+
+    providers.add(
+        "demo",
+        make_demo_provider,
+        description="Key-free demo model: echoes, calls the tools a prompt names",
+        default_model="echo",
+        settings=SETTINGS,
+    )
+
+
+@hookimpl
 def register_session_stores(stores: SessionStoreRegistrar) -> None:
     from .sessions.backend import JsonlBackend
     from .sessions.sqlite import SqliteSessionStore
@@ -33,11 +50,24 @@ def register_session_stores(stores: SessionStoreRegistrar) -> None:
     stores.add("sqlite", SqliteSessionStore)
 
 
+def memory_backend(**settings: Any) -> Any:
+    """The in-memory knowledge-base backend. It needs numpy (the ``kb`` extra), imported
+    only here, so a core-only install loads tether's built-ins without errors and says
+    what to install when a knowledge base is actually used."""
+    try:
+        from .knowledge.memory_backend import MemoryBackend
+    except ImportError as exc:
+        raise ConfigError(
+            f"The in-memory knowledge-base backend needs {exc.name or 'numpy'}, which is not "
+            'installed. Install it with the kb extra: pip install "tether[kb]" '
+            '(from a clone: pip install "./core[kb]").'
+        ) from exc
+    return MemoryBackend(**settings)
+
+
 @hookimpl
 def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
-    from .knowledge.memory_backend import MemoryBackend
-
-    backends.add("memory", MemoryBackend)
+    backends.add("memory", memory_backend)
 
 
 @hookimpl

@@ -116,9 +116,13 @@ class CompactionConfig(_Strict):
 
 
 class MemoryConfig(_Strict):
-    """The knowledge base (``backend``, ``embedder``, ``settings``) and the hard caps of
-    cross-session memory, in characters."""
+    """The knowledge base (``backend``, ``embedder``, ``settings``) and cross-session
+    memory: whether the command line uses it (``cross_session``) and its hard caps, in
+    characters."""
 
+    cross_session: bool = Field(
+        True, description="tether run/chat load the user profile and project facts."
+    )
     backend: str = "sqlite"
     embedder: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)

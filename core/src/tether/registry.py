@@ -8,7 +8,7 @@ who provides what. Registrars grow keyword options over time; they never lose th
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -126,6 +126,13 @@ class ProviderRegistrar(Registrar[ProviderFactory]):
     The factory is called lazily, once per agent, with the provider's
     :class:`~tether.config.ProviderConfig`; import the vendor SDK inside it, not at module
     import time. ``prefixes`` let bare model names (``acme-large``) resolve to this provider.
+
+    Optional facts the command line uses: ``key_variables``, the environment variables a
+    key is read from (a provider whose key is set can be picked as the default model, with
+    its ``default_model``); ``settings``, the keys ``[providers.NAME]`` accepts beyond the
+    common ones (``api_key_env``, ``base_url``, ``timeout``, ``models``), each with its
+    type (anything pydantic validates: ``float``, ``Literal["a", "b"]``, ...). When
+    ``settings`` is given, any other key in that section is a configuration error.
     """
 
     kind = "provider"
@@ -137,8 +144,19 @@ class ProviderRegistrar(Registrar[ProviderFactory]):
         *,
         prefixes: tuple[str, ...] = (),
         description: str = "",
+        key_variables: tuple[str, ...] = (),
+        default_model: str | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
-        super().add(name, factory, prefixes=tuple(prefixes), description=description)
+        super().add(
+            name,
+            factory,
+            prefixes=tuple(prefixes),
+            description=description,
+            key_variables=tuple(key_variables),
+            default_model=default_model,
+            settings=dict(settings) if settings is not None else None,
+        )
 
     def for_bare_model(self, model: str) -> str | None:
         """The provider whose longest registered prefix starts ``model``."""

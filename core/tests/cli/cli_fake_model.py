@@ -131,7 +131,12 @@ def hello() -> None:
 @tether.hookimpl
 def register_providers(providers: ProviderRegistrar) -> None:
     providers.add(
-        "fake", lambda config: FakeModel(), prefixes=("fake-",), description="Rule-based test model"
+        "fake",
+        lambda config: FakeModel(),
+        prefixes=("fake-",),
+        description="Rule-based test model",
+        key_variables=(KEY,),
+        default_model="fake-small",
     )
     providers.add("keyless", make_keyless)
 

@@ -101,13 +101,14 @@ def test_a_session_open_elsewhere_is_refused_with_a_clear_message(
 
 
 def test_a_missing_key_stops_the_chat_before_the_first_prompt(
-    monkeypatch: pytest.MonkeyPatch, chat: Callable[..., Result]
+    monkeypatch: pytest.MonkeyPatch, cli_environment: Path, chat: Callable[..., Result]
 ) -> None:
     monkeypatch.delenv("FAKE_MODEL_API_KEY")
     result = chat(input="hello\n")
     assert result.exit_code == 1
     assert "Set FAKE_MODEL_API_KEY" in result.stderr
     assert "You said" not in result.stdout
+    assert not session_file(cli_environment, "default").exists()  # no empty session left behind
 
 
 def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +16,7 @@ from tether.memory import CrossSessionMemory
 EDITOR_SCRIPT = """
 import os, sys
 from pathlib import Path
+from typing import Any
 Path(sys.argv[1]).write_text(Path(os.environ["NEW_TEXT_FILE"]).read_text("utf-8"), "utf-8")
 """
 
@@ -104,3 +106,77 @@ def test_clear_asks_first_and_deletes_when_confirmed(project: Path) -> None:
     cleared = CliRunner().invoke(cli, ["memory", "clear", "all", "--yes"])
     assert cleared.exit_code == 0 and "Cleared the user profile and project facts" in cleared.output
     assert memory.store.user.entries() == [] and memory.store.file("project").entries() == []
+
+
+# -- memory in tether run / chat ---------------------------------------------------------------
+FAKE = ["-p", "cli_fake_model"]
+
+
+def _last_request(before: int) -> Any:
+    import cli_fake_model
+
+    built = cli_fake_model.INSTANCES[before:]
+    assert built and built[-1].requests
+    return built[-1].requests[-1]
+
+
+def _instances() -> int:
+    import cli_fake_model
+
+    return len(cli_fake_model.INSTANCES)
+
+
+def test_the_profile_saved_with_memory_edit_reaches_the_system_prompt_of_run_and_chat(
+    project: Path, tmp_path: Path
+) -> None:
+    code, output = _edit(tmp_path, "Prefers answers in Portuguese.\n", "user")
+    assert code == 0, output
+    _memory(project).store.add("project", "Tests run with nox.")
+
+    before = _instances()
+    ran = CliRunner().invoke(cli, [*FAKE, "run", "-m", "fake-small", "hello"])
+    assert ran.exit_code == 0, ran.output
+    request = _last_request(before)
+    assert "Prefers answers in Portuguese." in request.system
+    assert "Tests run with nox." in request.system
+    assert "memory" in [tool.name for tool in request.tools]
+
+    before = _instances()
+    chatted = CliRunner().invoke(cli, [*FAKE, "chat", "-m", "fake-small"], input="hi\n")
+    assert chatted.exit_code == 0, chatted.output
+    assert "Prefers answers in Portuguese." in _last_request(before).system
+
+
+def test_the_model_saves_a_fact_with_the_memory_tool_named_on_the_command_line(
+    project: Path,
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            *FAKE,
+            "run",
+            "-m",
+            "demo/echo",
+            "--tools",
+            "memory",
+            'memory action=add target=user text="Likes short commit messages."',
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "memory returned" in result.output
+    assert _memory(project).store.user.entries() == ["Likes short commit messages."]
+
+
+def test_memory_can_be_switched_off_in_the_config(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = project / "off.toml"
+    config.write_text("[memory]\ncross_session = false\n")
+    monkeypatch.setenv("TETHER_CONFIG", str(config))
+    _memory(project).store.add("user", "Prefers answers in Portuguese.")
+    before = _instances()
+    result = CliRunner().invoke(cli, [*FAKE, "run", "-m", "fake-small", "hello"])
+    assert result.exit_code == 0, result.output
+    request = _last_request(before)
+    assert "Portuguese" not in request.system
+    assert "memory" not in [tool.name for tool in request.tools]

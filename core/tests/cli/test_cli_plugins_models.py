@@ -240,3 +240,28 @@ def test_the_installed_script_lists_plugins_in_a_real_process() -> None:
     )
     report = json.loads(proc.stdout)
     assert "cli_fake_model" in {p["name"] for p in report["plugins"]}
+
+
+WITHOUT_NUMPY = (
+    "import sys\nsys.modules['numpy'] = None\nfrom tether.cli import main\nmain(sys.argv[1:])\n"
+)
+
+
+def test_without_numpy_the_builtins_load_cleanly_and_a_kb_says_what_to_install() -> None:
+    """A core-only install (no `kb` extra) reports no load error of tether's own built-ins;
+    the in-memory knowledge base says what to install when it is used."""
+    plugins = subprocess.run(
+        [sys.executable, "-c", WITHOUT_NUMPY, "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(plugins.stdout)["errors"] == []
+    kb = subprocess.run(
+        [sys.executable, "-c", WITHOUT_NUMPY, "kb", "list", "--backend", "memory"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert kb.returncode == 1
+    assert 'pip install "tether[kb]"' in kb.stderr and "Traceback" not in kb.stderr

@@ -107,13 +107,6 @@ def test_an_uninstalled_provider_says_what_to_install(invoke: Invoke) -> None:
     assert "Traceback" not in result.output
 
 
-def test_no_model_anywhere_says_how_to_choose_one(invoke: Invoke) -> None:
-    result = invoke(*FAKE, "run", "hello")
-    assert result.exit_code == 1
-    assert "Pass -m provider/model" in result.stderr and "TETHER_MODEL" in result.stderr
-    assert "Installed providers: fake, keyless" in result.stderr
-
-
 def test_debug_shows_the_traceback_of_an_expected_error(invoke: Invoke) -> None:
     result = invoke("--debug", "run", "-m", "anthropic/claude-sonnet-4-5", "hello")
     assert result.exit_code == 1

@@ -111,6 +111,7 @@ def chat(
     from .render import make_renderer
 
     store = SessionStore(config=state.config())
+    existed = store.exists(session_name)
     session = store.open(session_name)
     try:
         renderer = make_renderer()
@@ -133,3 +134,5 @@ def chat(
             click.echo()
     finally:
         session.close()
+        if not existed and not session.messages and store.exists(session_name):
+            store.remove(session_name)  # a failed start leaves no empty session behind

@@ -20,7 +20,7 @@ from . import CliState, pass_state
 if TYPE_CHECKING:
     from ..provider import ModelInfo, Provider
 
-__all__ = ["catalogue_report", "models"]
+__all__ = ["catalogue_report", "format_catalogue", "models"]
 
 _CAPABILITY_LABELS = (
     ("vision", "vision"),
@@ -98,11 +98,15 @@ def _money(value: float | None) -> str:
 
 def format_catalogue(report: dict[str, Any]) -> str:
     """The human-readable form of :func:`catalogue_report`."""
-    if not report["providers"]:
-        return (
-            "No providers are installed. Install one, e.g. `pip install tether-anthropic` "
-            "(or tether-openai, tether-google)."
+    if all(p["distribution"] == "tether" for p in report["providers"]):
+        hint = (
+            "No provider plugin is installed (only the built-in demo model). Install one, e.g. "
+            "`pip install tether-anthropic` (or tether-openai, tether-google)."
         )
+        if not report["providers"]:
+            return hint
+    else:
+        hint = ""
     lines: list[str] = []
     for provider in report["providers"]:
         if lines:
@@ -143,17 +147,49 @@ def format_catalogue(report: dict[str, Any]) -> str:
                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))
             ]
             lines.append(("  " + "  ".join(cells)).rstrip())
+    if hint:
+        lines += ["", hint]
     if report["aliases"]:
         lines += ["", "Aliases from the configuration"]
         lines += [f"  {alias} -> {target}" for alias, target in sorted(report["aliases"].items())]
     return "\n".join(lines)
 
 
-@click.command("models")
+class _ModelsGroup(click.Group):
+    """``tether models [PROVIDER]...`` lists; ``tether models default [NAME]`` shows or
+    sets the default model. Anything that is not a sub-command goes to the listing."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands:
+            return "list", self.commands["list"], args
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    "models",
+    cls=_ModelsGroup,
+    invoke_without_command=True,
+    context_settings={"ignore_unknown_options": True},
+)
+@click.pass_context
+def models(ctx: click.Context) -> None:
+    """List the models every installed provider knows, or choose the default one.
+
+    \b
+      tether models [PROVIDER]... [--json]   the catalogues (all, or these providers)
+      tether models default [NAME]           show or set the default model
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_models)
+
+
+@models.command("list")
 @click.argument("providers", nargs=-1, metavar="[PROVIDER]...")
 @click.option("--json", "json_mode", is_flag=True, help="Print the catalogues as one JSON object.")
 @pass_state
-def models(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
+def list_models(state: CliState, providers: tuple[str, ...] = (), json_mode: bool = False) -> None:
     """List the models every installed provider knows.
 
     With PROVIDER names, only those providers' models. Shows each model's context window, maximum output tokens, price in dollars per
@@ -161,3 +197,35 @@ def models(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None
     """
     report = catalogue_report(state, providers)
     click.echo(json.dumps(report, indent=2) if json_mode else format_catalogue(report))
+
+
+@models.command("default")
+@click.argument("name", required=False)
+@pass_state
+def default(state: CliState, name: str | None) -> None:
+    """Show the default model, or set it to NAME in the configuration file.
+
+    NAME is a model as -m takes it ("provider/model", a bare name or an alias). It is
+    written as `model` in the configuration file in use (--config, TETHER_CONFIG,
+    ./tether.toml, else the user config directory). -m and TETHER_MODEL still win over it.
+    """
+    import os
+
+    from ..resolve import parse_model_string
+    from .config_file import set_top_level_string, writable_config_path
+    from .model_choice import choose_model
+
+    config = state.config()
+    providers = state.plugin_manager().providers
+    if name is None:
+        choice = choose_model(None, config, providers)
+        click.echo(f"{choice.model}\t(from {choice.source})")
+        return
+    ref = parse_model_string(name, providers, config.aliases)
+    path = writable_config_path(state.config_path)
+    set_top_level_string(path, "model", name)
+    click.echo(f"Default model: {name} ({ref}), saved in {path}.")
+    if os.environ.get("TETHER_MODEL"):
+        click.echo(
+            f"Note: TETHER_MODEL={os.environ['TETHER_MODEL']} is set and wins over it.", err=True
+        )

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["build_agent", "check_provider", "exit_status", "run", "stream_run"]
 
 EXIT_CANCELLED = 130
+MEMORY_TOOL = "memory"
 
 
 def model_options(fn: Any) -> Any:
@@ -77,39 +78,59 @@ def build_agent(
 ) -> Agent:
     """An :class:`~tether.Agent` from command-line options over the configuration.
 
-    Raises :class:`~tether.errors.ConfigError` when no model is given anywhere, listing
-    the installed providers.
+    The model is chosen by :func:`~tether.cli.model_choice.choose_model` (a model picked
+    from a present key is announced on stderr). Cross-session memory (the user profile
+    and this directory's project facts, with the ``memory`` tool) is on unless
+    ``[memory] cross_session = false``; naming the ``memory`` tool turns it on anyway.
+
+    Raises :class:`~tether.errors.ConfigError` when no model is chosen anywhere or the
+    chosen one cannot be resolved; the message names where the model came from.
     """
     from ..agent import Agent
-    from ..errors import ConfigError
+    from ..errors import ConfigError, UnknownProviderError
+    from .model_choice import choose_model
 
     config = state.config()
-    chosen = model or config.model
-    if not chosen:
-        installed = state.plugin_manager().providers.names()
-        listing = (
-            f"Installed providers: {', '.join(installed)}."
-            if installed
-            else "No provider is installed yet: install one, e.g. `pip install tether-anthropic`."
-        )
-        raise ConfigError(
-            "No model given. Pass -m provider/model (e.g. -m anthropic/claude-sonnet-4-5), "
-            f"or set `model` in tether.toml or the TETHER_MODEL environment variable. {listing}"
-        )
+    providers = state.plugin_manager().providers
+    choice = choose_model(model, config, providers)
+    if choice.announce:
+        click.echo(choice.note(), err=True)
+    names = list(tools) if tools is not None else list(config.tools)
+    memory = None
+    if config.memory.cross_session or MEMORY_TOOL in names:
+        from ..memory import CrossSessionMemory
+
+        memory = CrossSessionMemory(config=config)
+    names = [name for name in names if name != MEMORY_TOOL]
     limits = (
         config.limits
         if max_turns is None
         else config.limits.model_copy(update={"max_turns": max_turns})
     )
-    return Agent(
-        chosen,
+    agent = Agent(
+        choice.model,
         system=system,
-        tools=tools,
+        tools=names,
         session=session,
+        memory=memory,
         limits=limits,
         config=config,
         plugins=state.plugin_objects(),
     )
+    if choice.source != "-m":
+        try:
+            agent.model_ref  # noqa: B018 - resolved now, so an error can name the model's source
+        except UnknownProviderError as exc:
+            raise UnknownProviderError(
+                f"{exc} (The model {choice.model!r} comes from {choice.source}.)",
+                name=exc.name,
+                installed=exc.installed,
+            ) from exc
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{exc} (The model {choice.model!r} comes from {choice.source}.)"
+            ) from exc
+    return agent
 
 
 async def check_provider(agent: Agent) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import tether
 
@@ -28,4 +28,11 @@ def register_providers(providers: ProviderRegistrar) -> None:
         make_provider,
         prefixes=("claude-",),
         description="Anthropic Claude models (Messages API)",
+        key_variables=("ANTHROPIC_API_KEY",),
+        default_model="claude-sonnet-4-5",
+        settings={
+            "prompt_caching": bool,
+            "cache_ttl": Literal["5m", "1h"],
+            "thinking_display": str,
+        },
     )

@@ -40,6 +40,16 @@ def register_providers(providers: ProviderRegistrar) -> None:
         create_provider,
         prefixes=("gemini-",),
         description="Gemini models through the Gemini Developer API (google-genai SDK).",
+        key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        default_model="gemini-2.5-flash",
+        settings={
+            "safety_settings": list[dict[str, Any]],
+            "top_p": float,
+            "top_k": float,
+            "seed": int,
+            "cached_content": str,
+            "response_mime_type": str,
+        },
     )
 
 

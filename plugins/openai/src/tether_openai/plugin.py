@@ -4,7 +4,7 @@ OpenAI-compatible server profile (``ollama``, ``vllm``, ``lmstudio``, ``llamacpp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import tether
 
@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from .provider import OpenAIProvider
 
 __all__ = ["register_embedders", "register_providers"]
+
+#: The model used when a profile's key is the first one found and no model is chosen.
+DEFAULT_MODELS = {"openai": "gpt-4.1-mini"}
+
+#: Keys of ``[providers.<profile>]`` besides the common ones, with their types.
+SETTINGS: dict[str, Any] = {
+    "api": Literal["responses", "chat"],
+    "reasoning_summary": str | bool | None,
+}
 
 
 def _factory(profile: Profile) -> Any:
@@ -45,6 +54,9 @@ def register_providers(providers: ProviderRegistrar) -> None:
             _factory(profile),
             prefixes=profile.prefixes,
             description=profile.description,
+            key_variables=(profile.key_env,) if profile.key_required else (),
+            default_model=DEFAULT_MODELS.get(profile.name),
+            settings=SETTINGS,
         )
 
 
