@@ -21,7 +21,7 @@ from .resolve import ModelRef, parse_model_string
 from .result import RunResult
 from .retry import RetryPolicy
 from .runner import Run, RunSettings
-from .sessions import InMemorySession, Session
+from .sessions import AnySession, InMemorySession, SessionBackend, close_session
 from .tools import Tool, Toolset, as_tool
 
 __all__ = ["Agent"]
@@ -38,8 +38,11 @@ class Agent:
         :class:`~tether.testing.ScriptedProvider`). Defaults to the configured model.
     :param system: the system prompt; kept byte-identical across turns.
     :param tools: tools, toolsets, plain functions, or names of registered toolsets.
-    :param session: the history runs continue from and write to. ``None`` gives every run
-        a fresh in-memory session; pass a session to ``run``/``stream`` per call instead.
+    :param session: the history runs continue from and write to: a session object, or the
+        name of a session in the configured store (``[sessions] store``, JSONL files by
+        default), opened on the first run and kept open until :meth:`aclose`. ``None``
+        gives every run a fresh in-memory session; pass a session (or a name) to
+        ``run``/``stream`` per call instead.
     :param compaction: a strategy name (``"summarize"``, ``"truncate"``, ``"none"``) or
         object; defaults to the configured strategy.
     :param memory: cross-session memory (:class:`~tether.memory.CrossSessionMemory`): its
@@ -58,7 +61,7 @@ class Agent:
         *,
         system: str | None = None,
         tools: Sequence[ToolSpec] | None = None,
-        session: Session | None = None,
+        session: AnySession | str | None = None,
         compaction: str | CompactionStrategy | None = None,
         memory: Any = None,
         limits: LimitsConfig | Mapping[str, Any] | None = None,
@@ -86,7 +89,9 @@ class Agent:
         self._tool_specs: list[ToolSpec] = (
             list(tools) if tools is not None else list(self.config.tools)
         )
-        self.session = session
+        self.session: AnySession | None = None if isinstance(session, str) else session
+        self._session_name = session if isinstance(session, str) else None
+        self._session_store: SessionBackend | None = None
         self._compaction_spec = compaction
         self.memory = memory
         if limits is None:
@@ -113,7 +118,7 @@ class Agent:
         self,
         prompt: Prompt,
         *,
-        session: Session | None = None,
+        session: AnySession | str | None = None,
         cancel: CancelToken | None = None,
         deps: Any = None,
     ) -> AsyncIterator[RunEvent]:
@@ -124,24 +129,34 @@ class Agent:
         result has the matching :class:`~tether.result.Outcome`.
         """
         settings = self._run_settings()
-        target = session or self.session or InMemorySession()
-        if self.memory is not None:
-            settings = self._with_memory(settings, target)
-        run = Run(
-            settings,
-            target,
-            _as_message(prompt),
-            cancel=cancel,
-            deps=deps if deps is not None else self.deps,
-        )
-        async for event in run.events():
-            yield event
+        owned = isinstance(session, str)
+        if isinstance(session, str):
+            target: AnySession = await self.open_session(session)
+        elif session is not None:
+            target = session
+        else:
+            target = await self._agent_session()
+        try:
+            if self.memory is not None:
+                settings = self._with_memory(settings, target)
+            run = Run(
+                settings,
+                target,
+                _as_message(prompt),
+                cancel=cancel,
+                deps=deps if deps is not None else self.deps,
+            )
+            async for event in run.events():
+                yield event
+        finally:
+            if owned:
+                await close_session(target)
 
     async def run(
         self,
         prompt: Prompt,
         *,
-        session: Session | None = None,
+        session: AnySession | str | None = None,
         cancel: CancelToken | None = None,
         deps: Any = None,
     ) -> RunResult:
@@ -165,9 +180,44 @@ class Agent:
         )
 
     async def aclose(self) -> None:
-        """Release the provider's resources."""
+        """Release the provider's resources, and the named session and session store
+        this agent opened."""
         if self._settings is not None:
             await self._settings.provider.aclose()
+        if self._session_name is not None and self.session is not None:
+            await close_session(self.session)
+            self.session = None
+        if self._session_store is not None:
+            await self._session_store.aclose()
+            self._session_store = None
+
+    # -- sessions --------------------------------------------------------------------------------
+    def session_store(self) -> SessionBackend:
+        """The configured session store (``[sessions] store``), made on first use."""
+        if self._session_store is None:
+            from .sessions import open_session_backend
+
+            self._session_store = open_session_backend(self.config, self.plugins)
+        return self._session_store
+
+    async def open_session(self, name: str, *, read_only: bool = False) -> AnySession:
+        """Open session ``name`` in the configured store (created unless ``read_only``).
+        The caller closes it (:func:`tether.sessions.close_session`)."""
+        return await self.session_store().open(name, read_only=read_only)
+
+    async def _agent_session(self) -> AnySession:
+        """The agent's own session: the one it was given, the named one (opened now if
+        this is the first run), or a fresh in-memory session for this run only."""
+        if self.session is None and self._session_name is not None:
+            self.session = await self.open_session(self._session_name)
+        return self.session if self.session is not None else InMemorySession()
+
+    async def named_session(self) -> AnySession | None:
+        """The session this agent runs in, opening it now if it was given by name
+        (``None`` when every run gets a fresh in-memory session)."""
+        if self.session is None and self._session_name is None:
+            return None
+        return await self._agent_session()
 
     # -- resolution ------------------------------------------------------------------------------
     @property
@@ -275,7 +325,7 @@ class Agent:
         strategy: CompactionStrategy = factory(**settings)
         return strategy
 
-    def _with_memory(self, settings: RunSettings, session: Session) -> RunSettings:
+    def _with_memory(self, settings: RunSettings, session: AnySession) -> RunSettings:
         """Settings whose system prompt carries the memory snapshot taken when ``session``
         was first run by this agent, so the prompt stays byte-stable for that session.
         After a compaction (the cached prefix is gone anyway) the snapshot is taken anew."""

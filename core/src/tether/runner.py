@@ -18,6 +18,7 @@ in the history answered by its result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -32,6 +33,7 @@ from .errors import (
     ProviderError,
     RefusalError,
     RunCancelled,
+    SessionConflictError,
     TetherError,
 )
 from .events import (
@@ -50,7 +52,7 @@ from .provider import ModelRequest, ModelResponse
 from .result import Outcome, RunResult
 from .retry import RetryPolicy
 from .run_settings import RunSettings
-from .sessions import Session
+from .sessions import AnySession, is_async_session, replace_messages
 from .tool_execution import (
     INTERRUPTED,
     ToolExecutor,
@@ -61,7 +63,7 @@ from .tool_execution import (
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
 
-_REPORTED_REPAIRS: weakref.WeakSet[Session] = weakref.WeakSet()
+_REPORTED_REPAIRS: weakref.WeakSet[AnySession] = weakref.WeakSet()
 """Sessions whose load-time repair has been announced with a SessionRepaired event."""
 
 
@@ -71,7 +73,7 @@ class Run:
     def __init__(
         self,
         settings: RunSettings,
-        session: Session,
+        session: AnySession,
         prompt: Message,
         *,
         cancel: CancelToken | None = None,
@@ -79,6 +81,7 @@ class Run:
     ) -> None:
         self.s = settings
         self.session = session
+        self._async_session = is_async_session(session)
         self.prompt = prompt
         self.cancel = cancel or CancelToken()
         self.new_messages: list[Message] = []
@@ -130,7 +133,7 @@ class Run:
         if report and self.session not in _REPORTED_REPAIRS:
             _REPORTED_REPAIRS.add(self.session)
             yield SessionRepaired(report)
-        self._append(self.prompt)
+        await self._append(self.prompt)
         error: TetherError | None = None
         try:
             while not self._finished:
@@ -139,17 +142,17 @@ class Run:
         except LimitExceeded as exc:
             outcome, error = Outcome.LIMIT, exc
         except asyncio.CancelledError:
-            self._answer_open_calls()
+            await self._answer_open_calls()
             task = self.scope.task
             if not (self.cancel.cancelled and task is not None and task.cancelling()):
                 raise
             task.uncancel()
             outcome, error = Outcome.CANCELLED, RunCancelled(self.cancel.reason or "cancelled")
         except RunCancelled as exc:
-            self._answer_open_calls()
+            await self._answer_open_calls()
             outcome, error = Outcome.CANCELLED, exc
         except BaseException:
-            self._answer_open_calls()
+            await self._answer_open_calls()
             raise
         else:
             outcome, error = self._ending()
@@ -169,12 +172,12 @@ class Run:
             else:
                 yield event
         assert response is not None
-        message = self._record(response)
+        message = await self._record(response)
         yield self._turn_end(response)
         calls = message.tool_calls
         if self.stop_reason is StopReason.MAX_TOKENS or self.stop_reason is StopReason.REFUSAL:
             if calls:
-                self._answer_unrun(
+                await self._answer_unrun(
                     calls, "Not run: the response was cut off before it was complete."
                 )
             self._finished = True
@@ -186,7 +189,7 @@ class Run:
             self.usage.input_tokens + self.usage.output_tokens, self.cost
         )
         if error is not None:
-            self._answer_unrun(calls, f"Not run: {error}")
+            await self._answer_unrun(calls, f"Not run: {error}")
             raise error
         async for event in self._run_tools(calls):
             yield event
@@ -274,7 +277,7 @@ class Run:
         self.guard.check_retry_wait(delay, error)
         return delay
 
-    def _record(self, response: ModelResponse) -> Message:
+    async def _record(self, response: ModelResponse) -> Message:
         """Append the response's message (stamped with model, usage and stop reason)."""
         self.turns += 1
         message = response.message
@@ -284,7 +287,7 @@ class Run:
             meta.model = self.s.model_string
         meta.usage = response.usage
         meta.stop_reason = response.stop_reason
-        self._append(message)
+        await self._append(message)
         self.reported_input = response.usage.input_tokens or None
         self.reported_messages = len(self.session.messages) - 1
         return message
@@ -312,12 +315,12 @@ class Run:
             async for event in self.scheduler.run(calls, results, self._late_ends):
                 yield event
         except BaseException:
-            self._write_results(calls, results)
+            await self._write_results(calls, results)
             raise
-        written = self._write_results(calls, results)
+        written = await self._write_results(calls, results)
         self.guard.check_loop(calls, written)
 
-    def _write_results(
+    async def _write_results(
         self, calls: list[ToolCallBlock], results: list[ToolResultBlock | None]
     ) -> list[ToolResultBlock]:
         """Append one tool message answering every call, in declared order; return it."""
@@ -332,9 +335,9 @@ class Run:
         written, followup = final, None
         if not self.s.capabilities.images_in_tool_results:
             written, followup = rehome_images(final)
-        self._append(Message.tool(written))
+        await self._append(Message.tool(written))
         if followup is not None:
-            self._append(followup)
+            await self._append(followup)
         return written
 
     def _interrupt_reason(self) -> str:
@@ -344,16 +347,18 @@ class Run:
             return "Interrupted: the run's wall-time limit passed before this tool call finished."
         return INTERRUPTED
 
-    def _answer_unrun(self, calls: list[ToolCallBlock], why: str) -> None:
-        self._append(Message.tool([interrupted_result(c.id, why) for c in calls]))
+    async def _answer_unrun(self, calls: list[ToolCallBlock], why: str) -> None:
+        await self._append(Message.tool([interrupted_result(c.id, why) for c in calls]))
 
-    def _answer_open_calls(self) -> None:
+    async def _answer_open_calls(self) -> None:
         """If the last message is an assistant message with unanswered calls, answer them."""
         messages = self.session.messages
         if messages and messages[-1].role == "assistant":
             calls = messages[-1].tool_calls
             if calls:
-                self._answer_unrun(calls, self._interrupt_reason())
+                # On a conflict another writer owns the history; its next load repairs it.
+                with contextlib.suppress(SessionConflictError):
+                    await self._answer_unrun(calls, self._interrupt_reason())
 
     # -- compaction --------------------------------------------------------------------------------
     async def _maybe_compact(self, *, force: bool) -> AsyncIterator[RunEvent]:
@@ -376,7 +381,7 @@ class Run:
         if outcome is None:
             return
         before = len(messages)
-        self.session.replace(outcome.messages)
+        await replace_messages(self.session, outcome.messages)
         if s.refresh_system is not None:
             self.s = replace(s, system=s.refresh_system())
         self.reported_input = None
@@ -390,8 +395,11 @@ class Run:
         )
 
     # -- bookkeeping -------------------------------------------------------------------------------
-    def _append(self, message: Message) -> None:
-        self.session.append(message)
+    async def _append(self, message: Message) -> None:
+        if self._async_session:
+            await self.session.append(message)  # type: ignore[misc]
+        else:
+            self.session.append(message)
         self.new_messages.append(message)
 
     def _result(self, outcome: Outcome, error: TetherError | None) -> RunResult:

@@ -1,7 +1,7 @@
 """``tether chat``: an interactive conversation kept in a named session.
 
-The session is a :class:`~tether.sessions.JsonlSession` in the
-:class:`~tether.sessions.SessionStore` (``<data dir>/sessions/NAME.jsonl``), so quitting
+The session lives in the configured session store (``[sessions] store``; by default a
+:class:`~tether.sessions.JsonlSession` in ``<data dir>/sessions/NAME.jsonl``), so quitting
 and running ``tether chat --session NAME`` again continues where it stopped; damage left
 by a crash is repaired on load and reported. Ctrl-C while a response streams cancels
 that response only (unfinished tool calls are recorded as interrupted, so the history
@@ -29,7 +29,7 @@ from .run import (
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..sessions import JsonlSession
+    from ..sessions import AnySession
     from .render import Renderer
 
 __all__ = ["chat"]
@@ -46,19 +46,27 @@ def read_line(prompt: str) -> str | None:
         return None
 
 
-def _greeting(name: str, session: JsonlSession) -> str:
+def _greeting(name: str, session: AnySession) -> str:
     count = len(session.messages)
     opening = f'Resumed session "{name}" ({count} messages).' if count else f'New session "{name}".'
     return f"{opening} Ctrl-C stops a response; Ctrl-D or /exit quits."
 
 
-def converse(state: CliState, agent: Agent, session: JsonlSession, renderer: Renderer) -> None:
+def converse(state: CliState, agent: Agent, name: str, renderer: Renderer) -> None:
     """The read-respond loop, on one event loop for the whole chat (so a provider's HTTP
-    client lives across turns)."""
+    client and a session store's connections live across turns). The session ``name`` is
+    opened in the configured store (``[sessions] store``) before the first prompt."""
     from ..errors import TetherError
 
     with asyncio.Runner() as runner:
+        existed = runner.run(agent.session_store().exists(name))
         try:
+            session = runner.run(agent.named_session())
+            assert session is not None
+            report = getattr(session, "repair_report", None)
+            if report:
+                renderer.notice(f'Session "{name}" was repaired on load: {report.summary()}.')
+            renderer.notice(_greeting(name, session))
             runner.run(check_provider(agent))
             while True:
                 try:
@@ -72,7 +80,7 @@ def converse(state: CliState, agent: Agent, session: JsonlSession, renderer: Ren
                 if not line.strip():
                     continue
                 try:
-                    result = runner.run(stream_run(agent, line, renderer, session=session))
+                    result = runner.run(stream_run(agent, line, renderer))
                     exit_status(result, renderer)
                 except KeyboardInterrupt:
                     renderer.interrupted()
@@ -81,6 +89,24 @@ def converse(state: CliState, agent: Agent, session: JsonlSession, renderer: Ren
                     report_error(state, renderer, exc)
         finally:
             runner.run(agent.aclose())
+            if not existed:
+                runner.run(_drop_if_empty(agent, name))
+
+
+async def _drop_if_empty(agent: Agent, name: str) -> None:
+    """A chat that failed before its first message leaves no empty session behind."""
+    from ..sessions import close_session
+
+    store = agent.session_store()
+    try:
+        if await store.exists(name):
+            session = await store.open(name, read_only=True)
+            empty = not session.messages
+            await close_session(session)
+            if empty:
+                await store.remove(name)
+    finally:
+        await store.aclose()
 
 
 @click.command("chat")
@@ -107,32 +133,18 @@ def chat(
     Sessions are kept in the data directory (TETHER_DATA_DIR, or `data_dir` in
     tether.toml). Ctrl-C stops the current response; Ctrl-D or /exit quits.
     """
-    from ..sessions import SessionStore
     from .render import make_renderer
 
-    store = SessionStore(config=state.config())
-    existed = store.exists(session_name)
-    session = store.open(session_name)
-    try:
-        renderer = make_renderer()
-        if session.repair_report:
-            renderer.notice(
-                f'Session "{session_name}" was repaired on load: {session.repair_report.summary()}.'
-            )
-        agent = build_agent(
-            state,
-            model=model,
-            system=system,
-            tools=parse_tool_names(tools),
-            max_turns=max_turns,
-            session=session,
-        )
-        renderer.notice(_greeting(session_name, session))
-        converse(state, agent, session, renderer)
-        renderer.finish_line()
-        if sys.stdin.isatty():
-            click.echo()
-    finally:
-        session.close()
-        if not existed and not session.messages and store.exists(session_name):
-            store.remove(session_name)  # a failed start leaves no empty session behind
+    renderer = make_renderer()
+    agent = build_agent(
+        state,
+        model=model,
+        system=system,
+        tools=parse_tool_names(tools),
+        max_turns=max_turns,
+        session=session_name,
+    )
+    converse(state, agent, session_name, renderer)
+    renderer.finish_line()
+    if sys.stdin.isatty():
+        click.echo()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..errors import TetherError
     from ..result import RunResult
-    from ..sessions import Session
+    from ..sessions import AnySession
     from .render import Renderer
 
 __all__ = ["build_agent", "check_provider", "exit_status", "run", "stream_run"]
@@ -74,7 +74,7 @@ def build_agent(
     system: str | None,
     tools: list[str] | None,
     max_turns: int | None,
-    session: Session | None = None,
+    session: AnySession | str | None = None,
 ) -> Agent:
     """An :class:`~tether.Agent` from command-line options over the configuration.
 
@@ -140,7 +140,7 @@ async def check_provider(agent: Agent) -> None:
 
 
 async def stream_run(
-    agent: Agent, prompt: str, renderer: Renderer, *, session: Session | None = None
+    agent: Agent, prompt: str, renderer: Renderer, *, session: AnySession | str | None = None
 ) -> RunResult | None:
     """Run ``prompt``, showing every event; returns the result, or ``None`` if the run
     was interrupted by a second Ctrl-C.

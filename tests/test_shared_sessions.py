@@ -1,0 +1,126 @@
+"""Agents on sessions kept in the shared stores (SQLite, PostgreSQL, Redis), chosen by
+``[sessions] store``; and two workers on one conversation: one wins, the other gets
+SessionConflictError, nothing interleaves."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tether
+from tether.config import parse_config
+from tether.errors import SessionConflictError
+from tether.messages import new_id
+from tether.sessions import close_session
+from tether.testing import Reply, ScriptedProvider, assert_invariant, call
+from tether_postgres.testing import temporary_database
+
+STORES = ["sqlite", "postgres", "redis"]
+
+
+@pytest.fixture(scope="module")
+def postgres_dsn() -> Iterator[str]:
+    with temporary_database(prefix="tether_shared_sessions") as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def store_config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    name = request.param
+    if name == "sqlite":
+        yield {"store": "sqlite", "settings": {"path": str(tmp_path / "sessions.sqlite3")}}
+    elif name == "postgres":
+        yield {"store": "postgres", "settings": {"dsn": request.getfixturevalue("postgres_dsn")}}
+    else:
+        prefix = f"tether-test-{new_id()[:10]}:"
+        yield {"store": "redis", "settings": {"prefix": prefix}}
+        import redis
+
+        client = redis.Redis()
+        keys = list(client.scan_iter(match=f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+
+
+@tether.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def _agent(sessions: dict[str, Any], replies: list[Reply], **kwargs: Any) -> tether.Agent:
+    config = parse_config({"sessions": sessions})
+    return tether.Agent(ScriptedProvider(replies), tools=[add], config=config, **kwargs)
+
+
+@pytest.mark.parametrize("store_config", STORES, indirect=True)
+async def test_a_named_session_continues_across_agents(store_config: dict[str, Any]) -> None:
+    name = f"conv-{new_id()[:8]}"
+    first = _agent(
+        store_config,
+        [Reply(tool_calls=[call("add", a=2, b=3)]), Reply(text="5")],
+        session=name,
+    )
+    result = await first.run("What is 2 + 3?")
+    assert result.output == "5"
+    await first.aclose()
+
+    second = _agent(store_config, [Reply(text="You asked about 2 + 3.")])
+    result = await second.run("What did I ask?", session=name)
+    assert result.output == "You asked about 2 + 3."
+    stored = await second.open_session(name, read_only=True)
+    assert [m.role for m in stored.messages] == [
+        "user", "assistant", "tool", "assistant", "user", "assistant",
+    ]  # fmt: skip
+    assert_invariant(stored.messages)
+    await close_session(stored)
+    await second.session_store().remove(name)
+    await second.aclose()
+
+
+@pytest.mark.parametrize("store_config", STORES, indirect=True)
+async def test_two_workers_on_one_conversation_never_interleave(
+    store_config: dict[str, Any],
+) -> None:
+    name = f"conv-{new_id()[:8]}"
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tether.tool
+    async def slow_lookup(q: str) -> str:
+        """Look something up, slowly."""
+        started.set()
+        await release.wait()
+        return f"found {q}"
+
+    def worker(text: str) -> tether.Agent:
+        config = parse_config({"sessions": store_config})
+        replies = [Reply(tool_calls=[call("slow_lookup", q=text)]), Reply(text=f"done {text}")]
+        return tether.Agent(ScriptedProvider(replies), tools=[slow_lookup], config=config)
+
+    a, b = worker("a"), worker("b")
+    # Both workers load the conversation before either writes.
+    session_a = await a.open_session(name)
+    session_b = await b.open_session(name)
+    run_a = asyncio.create_task(a.run("question a", session=session_a))
+    await started.wait()  # a is in the middle of its run, inside a tool call
+    with pytest.raises(SessionConflictError):
+        await b.run("question b", session=session_b)
+    release.set()
+    result = await run_a
+    assert result.output == "done a"
+
+    reader = await a.open_session(name, read_only=True)
+    texts = [m.text for m in reader.messages if m.role != "tool"]
+    assert texts == ["question a", "", "done a"]  # nothing of b's
+    assert_invariant(reader.messages)
+    await close_session(reader)
+    for session in (session_a, session_b):
+        await close_session(session)
+    await a.session_store().remove(name)
+    await a.aclose()
+    await b.aclose()
