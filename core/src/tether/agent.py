@@ -12,6 +12,7 @@ from typing import Any
 from .cancel import CancelToken
 from .compaction import CompactionStrategy
 from .config import Config, LimitsConfig, load_config
+from .depth import check_run_depth
 from .errors import ConfigError, TetherError
 from .events import Done, RunEvent
 from .messages import Block, ImageBlock, Message, TextBlock
@@ -21,6 +22,7 @@ from .resolve import ModelRef, parse_model_string
 from .result import RunResult
 from .retry import RetryPolicy
 from .runner import Run, RunSettings
+from .scrub import install_log_scrubbing
 from .sessions import AnySession, InMemorySession, SessionBackend, close_session
 from .tools import Tool, Toolset, as_tool
 
@@ -76,6 +78,7 @@ class Agent:
         env: Mapping[str, str] | None = None,
         deps: Any = None,
     ) -> None:
+        install_log_scrubbing()
         self.config = config if config is not None else load_config()
         self.plugins = PluginManager(plugins=plugins)
         chosen = model if model is not None else self.config.model
@@ -128,6 +131,7 @@ class Agent:
         refusals and cancellation through ``cancel`` end the run with a ``Done`` whose
         result has the matching :class:`~tether.result.Outcome`.
         """
+        check_run_depth(self.limits.max_run_depth)
         settings = self._run_settings()
         owned = isinstance(session, str)
         if isinstance(session, str):

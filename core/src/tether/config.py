@@ -50,6 +50,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ConfigError
+from .scrub import register_secret, register_url_secrets, scrub
 
 __all__ = [
     "CompactionConfig",
@@ -86,11 +87,28 @@ class ProviderConfig(BaseModel):
     def extra(self) -> dict[str, Any]:
         return dict(self.__pydantic_extra__ or {})
 
-    def resolve_api_key(self, default_env: str) -> str | None:
-        """The API key: explicit ``api_key``, else ``$api_key_env``, else ``$default_env``."""
+    def model_post_init(self, context: Any, /) -> None:
+        register_url_secrets(self.base_url)
         if self.api_key is not None:
-            return self.api_key.get_secret_value()
-        return os.environ.get(self.api_key_env or default_env) or None
+            register_secret(self.api_key.get_secret_value())
+
+    def __repr__(self) -> str:
+        return scrub(super().__repr__())
+
+    def __str__(self) -> str:
+        return scrub(super().__str__())
+
+    def resolve_api_key(self, default_env: str) -> str | None:
+        """The API key: explicit ``api_key``, else ``$api_key_env``, else ``$default_env``.
+
+        The key is registered as a secret (:mod:`tether.scrub`): it is scrubbed from every
+        message, log record, tool output and session line from then on."""
+        if self.api_key is not None:
+            key: str | None = self.api_key.get_secret_value()
+        else:
+            key = os.environ.get(self.api_key_env or default_env) or None
+        register_secret(key)
+        return key
 
     def key_variable(self, default_env: str) -> str:
         """The environment variable the key is read from (for error messages)."""
@@ -106,6 +124,14 @@ class LimitsConfig(_Strict):
     wall_time_s: float | None = Field(None, gt=0, description="Seconds per run.")
     loop_threshold: int = Field(
         3, ge=2, description="Identical failing tool calls in a row that count as a loop."
+    )
+    tool_timeout_s: float | None = Field(
+        300.0,
+        gt=0,
+        description="Default timeout of a tool call, for tools that set none; None: no default.",
+    )
+    max_run_depth: int = Field(
+        5, ge=1, description="Runs nested inside tools (sub-agents), counting the outermost."
     )
 
 

@@ -41,7 +41,7 @@ Messages say what happened, what was expected and what to do about it.
     │   ├── CostBudgetExceeded
     │   ├── WallTimeExceeded
     │   ├── LoopDetected
-    │   └── DepthExceeded
+    │   └── DepthExceeded          (.depth, .max_depth)
     └── RunCancelled
 """
 
@@ -90,7 +90,16 @@ __all__ = [
 
 
 class TetherError(Exception):
-    """Root of every error tether raises on purpose."""
+    """Root of every error tether raises on purpose.
+
+    Text arguments are scrubbed of secrets (:func:`tether.scrub.scrub`) when the error is
+    created, so an API key quoted back by a provider never reaches a message.
+    """
+
+    def __init__(self, *args: object) -> None:
+        from .scrub import scrub
+
+        super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
 
 
 # -- configuration and plugins --------------------------------------------------------
@@ -337,9 +346,17 @@ class LoopDetected(LimitExceeded):
 
 
 class DepthExceeded(LimitExceeded):
-    """Agents calling agents (sub-agents) nested deeper than allowed."""
+    """Agents calling agents (a run inside a tool inside a run ...) nested deeper than
+    allowed; see :mod:`tether.depth`. ``depth`` is the refused run's depth."""
 
     limit = "depth"
+
+    def __init__(
+        self, message: str, *, depth: int | None = None, max_depth: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.depth = depth
+        self.max_depth = max_depth
 
 
 class RunCancelled(TetherError):

@@ -93,6 +93,7 @@ class Run:
             env=settings.env,
             deps=deps,
             settings=settings.tool_settings,
+            default_timeout=settings.limits.tool_timeout_s,
         )
         self.guard = RunGuard(settings.limits)
         self.scope = CancelScope(self.cancel)

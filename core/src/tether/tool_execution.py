@@ -25,15 +25,27 @@ import pydantic
 
 from .arguments import prepare_arguments
 from .cancel import CancelScope, CancelToken
+from .depth import run_depth, tool_depth
 from .errors import InvalidToolArguments, ToolError
 from .events import ToolEnd, ToolStart
 from .messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
-from .tools import Tool, ToolContext, format_validation_error, result_content
+from .tool_results import error_result, tool_result
+from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
 
 if TYPE_CHECKING:
     from .guard import RunGuard
 
-__all__ = ["INTERRUPTED", "ToolExecutor", "ToolScheduler", "interrupted_result", "rehome_images"]
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT_S",
+    "INTERRUPTED",
+    "ToolExecutor",
+    "ToolScheduler",
+    "interrupted_result",
+    "rehome_images",
+]
+
+DEFAULT_TOOL_TIMEOUT_S = 300.0
+"""Timeout of a tool call when neither the tool nor ``limits.tool_timeout_s`` sets one."""
 
 INTERRUPTED = "Interrupted: the run was cancelled before this tool call finished. It may or may not have taken effect."
 
@@ -60,8 +72,12 @@ class ToolExecutor:
         env: Mapping[str, str],
         deps: Any,
         settings: Mapping[str, Mapping[str, Any]],
+        default_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
         self.tools = tools
+        self.default_timeout = default_timeout
+        self.depth = run_depth() + 1
+        """The depth of the run this executor serves (see :mod:`tether.depth`)."""
         self.session_id = session_id
         self.cancel = cancel
         self.cwd = cwd
@@ -94,24 +110,30 @@ class ToolExecutor:
         except pydantic.ValidationError as exc:
             return self._error(call, format_validation_error(tool, exc))
         context = self._context(call, tool) if tool._context_param is not None else None
+        timeout = self.default_timeout if tool.timeout == DEFAULT_TIMEOUT else tool.timeout
         try:
-            if tool.timeout is None:
-                value = await tool.call(arguments, context)
-            else:
-                async with asyncio.timeout(tool.timeout):
+            with tool_depth(self.depth):
+                if timeout is None:
                     value = await tool.call(arguments, context)
+                else:
+                    async with asyncio.timeout(float(timeout)):
+                        value = await tool.call(arguments, context)
         except TimeoutError:
             return self._error(
                 call,
-                f"Tool `{call.name}` timed out after {tool.timeout:g} s and was stopped. "
+                f"Tool `{call.name}` timed out after {float(timeout or 0):g} s and was stopped. "
                 "Try a smaller request, or a different approach.",
             )
         except ToolError as exc:
-            return self._error(call, str(exc))
+            return self._error(call, _describe(exc, with_type=False))
         except Exception as exc:
-            return self._error(call, f"Tool `{call.name}` failed: {type(exc).__name__}: {exc}")
-        return ToolResultBlock(
-            call_id=call.id, content=result_content(value, tool.max_output_chars)
+            return self._error(call, f"Tool `{call.name}` failed: {_describe(exc)}")
+        return tool_result(
+            call.id,
+            value,
+            tool_name=tool.name,
+            max_output_chars=tool.max_output_chars,
+            max_image_bytes=tool.max_image_bytes,
         )
 
     def _context(self, call: ToolCallBlock, tool: Tool) -> ToolContext:
@@ -134,7 +156,16 @@ class ToolExecutor:
 
     @staticmethod
     def _error(call: ToolCallBlock, message: str) -> ToolResultBlock:
-        return ToolResultBlock(call_id=call.id, content=message, is_error=True)
+        return error_result(call.id, message)
+
+
+def _describe(exc: BaseException, *, with_type: bool = True) -> str:
+    """``Type: message`` of ``exc``, even when its ``str()`` raises."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = f"(its message could not be read: {type(exc).__name__}.__str__ failed)"
+    return f"{type(exc).__name__}: {text}" if with_type else text
 
 
 class ToolScheduler:

@@ -19,7 +19,6 @@ run in a worker thread so they never block the loop.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
@@ -27,20 +26,24 @@ import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Final, Literal, TypeVar, overload
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from .cancel import CancelToken
-from .messages import ImageBlock, TextBlock
 from .provider import ToolDefinition
+from .sync_tools import sync_tool_runner
+from .tool_results import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_OUTPUT_CHARS
 
 __all__ = ["Tool", "ToolContext", "Toolset", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_MAX_OUTPUT_CHARS = 50_000
+DEFAULT_TIMEOUT: Final = "default"
+"""``Tool(timeout=DEFAULT_TIMEOUT)`` (the default): the agent's ``limits.tool_timeout_s``."""
+
+Timeout = float | None | Literal["default"]
 
 
 @dataclass(slots=True)
@@ -73,9 +76,13 @@ class _Arguments(BaseModel):
 class Tool:
     """A callable the model can use. Build one with :func:`tool`.
 
-    ``timeout`` (seconds) cancels a call that runs longer; ``sequential`` tools never run
-    in parallel with other calls of the same response; ``max_output_chars`` caps the
-    text the model sees, keeping the head and the tail around a visible marker.
+    ``timeout`` (seconds) stops a call that runs longer; by default it is the agent's
+    ``limits.tool_timeout_s`` (300 s), and ``timeout=None`` turns it off for this tool.
+    ``sequential`` tools never run in parallel with other calls of the same response.
+    ``max_output_chars`` caps the text of a result (all its text blocks together, head
+    and tail kept around a visible marker) and ``max_image_bytes`` its inline images
+    (see :mod:`tether.tool_results`). Sync functions run on
+    :func:`~tether.sync_tools.sync_tool_runner`'s threads.
     """
 
     __slots__ = (
@@ -84,6 +91,7 @@ class Tool:
         "_is_async",
         "description",
         "fn",
+        "max_image_bytes",
         "max_output_chars",
         "name",
         "parameters",
@@ -97,9 +105,10 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        timeout: float | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
         sequential: bool = False,
         max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+        max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -112,6 +121,7 @@ class Tool:
         self.timeout = timeout
         self.sequential = sequential
         self.max_output_chars = max_output_chars
+        self.max_image_bytes = max_image_bytes
         self._is_async = inspect.iscoroutinefunction(fn)
         self._context_param, self._arguments_model = _arguments_model(fn, self.name, arg_docs)
         self.parameters: dict[str, Any] = _clean_schema(self._arguments_model.model_json_schema())
@@ -135,7 +145,7 @@ class Tool:
             kwargs[self._context_param] = context
         if self._is_async:
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+        return await sync_tool_runner().run(self.fn, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (handy in tests)."""
@@ -149,9 +159,10 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float | None = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     sequential: bool = False,
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+    max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
 ) -> Callable[[F], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -159,9 +170,10 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float | None = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     sequential: bool = False,
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+    max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; usable bare or with options."""
 
@@ -173,6 +185,7 @@ def tool(
             timeout=timeout,
             sequential=sequential,
             max_output_chars=max_output_chars,
+            max_image_bytes=max_image_bytes,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -202,53 +215,6 @@ def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
     if callable(obj):
         return Tool(obj)
     raise TypeError(f"Expected a tether.Tool or a function, got {type(obj).__name__}.")
-
-
-# -- results ------------------------------------------------------------------------
-TRUNCATION_MARKER = (
-    "\n\n[... {omitted} characters omitted: output exceeded {limit} characters ...]\n\n"
-)
-
-
-def cap_text(text: str, limit: int | None) -> str:
-    """``text`` cut to about ``limit`` characters, keeping head and tail around a marker."""
-    if limit is None or len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    omitted = len(text) - head - tail
-    return text[:head] + TRUNCATION_MARKER.format(omitted=omitted, limit=limit) + text[-tail:]
-
-
-def result_content(value: Any, limit: int | None) -> str | list[TextBlock | ImageBlock]:
-    """Turn what a tool returned into tool-result content.
-
-    Strings pass through; images and lists of text/images become blocks; anything else is
-    serialised as JSON (pydantic models included).
-    """
-    if isinstance(value, str):
-        return cap_text(value, limit)
-    if isinstance(value, ImageBlock):
-        return [value]
-    if isinstance(value, TextBlock):
-        return [TextBlock(text=cap_text(value.text, limit))]
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(v, TextBlock | ImageBlock) for v in value)
-    ):
-        return [
-            TextBlock(text=cap_text(v.text, limit)) if isinstance(v, TextBlock) else v
-            for v in value
-        ]
-    if value is None:
-        return ""
-    if isinstance(value, BaseModel):
-        return cap_text(value.model_dump_json(), limit)
-    try:
-        return cap_text(json.dumps(value, ensure_ascii=False, default=str), limit)
-    except (TypeError, ValueError):
-        return cap_text(str(value), limit)
 
 
 def format_validation_error(tool: Tool, error: pydantic.ValidationError) -> str:

@@ -18,12 +18,14 @@ import functools
 import importlib
 import logging
 import sys
-import traceback
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+
+from ..scrub import format_exception, install_log_scrubbing
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -181,6 +183,13 @@ def _builtin(name: str) -> click.Command:
     return command
 
 
+def _scrubbing_excepthook(
+    kind: type[BaseException], exc: BaseException, tb: types.TracebackType | None
+) -> None:
+    """Unexpected errors still print a traceback, without secrets."""
+    sys.stderr.write(format_exception(exc.with_traceback(tb)))
+
+
 class TetherGroup(click.Group):
     """The root group: built-in commands imported on demand, plugin commands from hooks,
     and :class:`~tether.errors.TetherError` turned into a clean message."""
@@ -188,6 +197,8 @@ class TetherGroup(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         _HANDLER.seen.clear()
         _HANDLER.quiet_plugin_warnings = False
+        install_log_scrubbing()
+        sys.excepthook = _scrubbing_excepthook
         _setup_logging()
         return super().main(*args, **kwargs)
 
@@ -242,7 +253,7 @@ class TetherGroup(click.Group):
             return super().invoke(ctx)
         except TetherError as exc:
             if _state(ctx).debug:
-                traceback.print_exception(exc, file=sys.stderr)
+                sys.stderr.write(format_exception(exc))
             raise TetherCommandError(str(exc)) from exc
 
 

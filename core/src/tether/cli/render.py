@@ -32,6 +32,7 @@ from ..events import (
     TurnEnd,
     event_to_dict,
 )
+from ..scrub import scrub
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -160,7 +161,7 @@ class JsonRenderer:
         self.err = err
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.out.write(scrub(json.dumps(obj, ensure_ascii=False, default=str)) + "\n")
         self.out.flush()
 
     def event(self, event: RunEvent) -> None:
@@ -172,7 +173,7 @@ class JsonRenderer:
     def error(self, message: str) -> None:
         self._write({"type": "error", "message": message})
         if self.err is not None:
-            self.err.write(f"Error: {message}\n")
+            self.err.write(f"Error: {scrub(message)}\n")
             self.err.flush()
 
     def finish_line(self) -> None:

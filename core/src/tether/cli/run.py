@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..scrub import format_exception
 from . import CliState, pass_state
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def exit_status(result: RunResult | None, renderer: Renderer) -> int:
 def report_error(state: CliState, renderer: Renderer, exc: TetherError) -> None:
     """Show an expected error (with its traceback under ``--debug``)."""
     if state.debug:
-        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.write(format_exception(exc))
     renderer.error(str(exc))
 
 

@@ -48,6 +48,7 @@ import pydantic
 
 from ..errors import SessionError, SessionLockedError
 from ..messages import Message, new_id
+from ..scrub import scrub
 from .repair import RepairReport, repair_messages
 
 __all__ = ["FORMAT_VERSION", "JsonlSession", "LoadedSession", "load_session_file"]
@@ -148,7 +149,7 @@ class JsonlSession:
     def append(self, message: Message) -> None:
         """Write ``message`` as one line; with ``durable`` it is on disk when this returns."""
         fd = self._writable()
-        line = message.to_json().encode("utf-8") + b"\n"
+        line = scrub(message.to_json()).encode("utf-8") + b"\n"
         size = os.fstat(fd).st_size
         try:
             _write_all(fd, line)
@@ -213,7 +214,7 @@ class JsonlSession:
         header = {"tether_session": FORMAT_VERSION, "id": self.id, "created_at": self.created_at}
         chunks = [json.dumps(header).encode("utf-8"), b"\n"]
         for message in messages:
-            chunks.append(message.to_json().encode("utf-8"))
+            chunks.append(scrub(message.to_json()).encode("utf-8"))
             chunks.append(b"\n")
         atomic_write(self.path, b"".join(chunks))
 
