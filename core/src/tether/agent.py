@@ -80,7 +80,7 @@ class Agent:
     ) -> None:
         install_log_scrubbing()
         self.config = config if config is not None else load_config()
-        self.plugins = PluginManager(plugins=plugins)
+        self.plugins = PluginManager(plugins=plugins, config=self.config)
         chosen = model if model is not None else self.config.model
         if chosen is None:
             raise ConfigError(
@@ -114,6 +114,7 @@ class Agent:
         self.env = dict(env) if env is not None else {}
         self.deps = deps
         self._settings: RunSettings | None = None
+        self._dynamic: list[Toolset] = []
         self._system_by_session: dict[str, str] = {}
 
     # -- running -------------------------------------------------------------------------------
@@ -184,8 +185,11 @@ class Agent:
         )
 
     async def aclose(self) -> None:
-        """Release the provider's resources, and the named session and session store
-        this agent opened."""
+        """Release the provider's resources, stop what dynamic toolsets started (MCP
+        servers, for instance), and close the named session and session store this agent
+        opened."""
+        for toolset in self._dynamic:
+            await toolset.aclose()
         if self._settings is not None:
             await self._settings.provider.aclose()
         if self._session_name is not None and self.session is not None:
@@ -269,8 +273,32 @@ class Agent:
             observers=[r.component for r in self.plugins.observers],
             cwd=self.cwd,
             env=self.env,
+            update_tools=self._update_tools if self._dynamic else None,
+            tool_versions=self._tool_versions(),
         )
         return self._settings
+
+    def _tool_versions(self) -> tuple[int, ...]:
+        return tuple(toolset.version for toolset in self._dynamic)
+
+    async def _update_tools(self, current: RunSettings) -> RunSettings | None:
+        """Refresh the dynamic toolsets; settings with the new tool list if it changed
+        since ``current`` was built, else ``None``. Later runs start from the new list."""
+        for toolset in self._dynamic:
+            await toolset.refresh()
+        versions = self._tool_versions()
+        if versions == current.tool_versions:
+            return None
+        tools, tool_settings = self._resolve_tools()
+        changes: dict[str, Any] = {
+            "tools": tools,
+            "tool_definitions": tuple(t.definition for t in tools.values()),
+            "tool_settings": tool_settings,
+            "tool_versions": versions,
+        }
+        if self._settings is not None:
+            self._settings = replace(self._settings, **changes)
+        return replace(current, **changes)
 
     def _resolve_tools(self) -> tuple[dict[str, Tool], dict[str, dict[str, Any]]]:
         """The agent's tools by name, and each tool's settings: ``[tool_settings.<toolset>]``
@@ -296,6 +324,10 @@ class Agent:
                 group = spec.name
             else:
                 items = [as_tool(spec)]
+            if isinstance(spec, str | Toolset):
+                toolset = self.plugins.tools.get(spec) if isinstance(spec, str) else spec
+                if toolset.dynamic and toolset not in self._dynamic:
+                    self._dynamic.append(toolset)
             for item in items:
                 if item.name in resolved and resolved[item.name] is not item:
                     raise ConfigError(

@@ -35,19 +35,26 @@ An example with every section::
     store = "jsonl"                            # or "sqlite", "postgres", "redis"
     settings = {}
 
+    [mcp.servers.github]                       # a table no core key claims: kept for plugins
+    url = "https://mcp.example/github"
+
 A malformed file or an unknown key raises :class:`~tether.errors.ConfigError` naming
-the file and the key.
+the file and the key. Top-level *tables* that tether itself does not define (``[mcp]``
+above) belong to plugins: they are kept, unvalidated, in :attr:`Config.sections` for the
+plugin that reads them, unless the name is so close to a core key (``[limit]``) that it is
+reported as a typo.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from .errors import ConfigError
 from .scrub import register_secret, register_url_secrets, scrub
@@ -182,11 +189,36 @@ class Config(_Strict):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     data_dir: Path | None = None
+    sections: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Top-level tables no core key claims (``[mcp]``), kept for plugins.",
+    )
 
     source: Path | None = Field(None, exclude=True, description="The file this came from.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plugin_sections(cls, data: Any) -> Any:
+        """Move top-level tables that are not core keys into ``sections``."""
+        if not isinstance(data, Mapping):
+            return data
+        known = set(cls.model_fields)
+        data = dict(data)
+        sections = dict(data.get("sections") or {})
+        for key in [k for k, v in data.items() if k not in known and isinstance(v, Mapping)]:
+            if difflib.get_close_matches(key, known - {"sections", "source"}, n=1, cutoff=0.8):
+                continue  # a typo of a core key: left for the unknown-key error
+            sections[key] = dict(data.pop(key))
+        if sections:
+            data["sections"] = sections
+        return data
+
     def provider(self, name: str) -> ProviderConfig:
         return self.providers.get(name) or ProviderConfig()
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The plugin table ``[name]`` (empty if the file has none)."""
+        return self.sections.get(name, {})
 
 
 def config_path() -> Path | None:

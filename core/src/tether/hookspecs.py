@@ -68,6 +68,9 @@ def register_tools(tools: ToolRegistrar) -> None:
 
     :param tools: call ``tools.add(tool_or_toolset)``. A :class:`~tether.Toolset` is
         enabled by its name (``tools = ["fs"]``); a single tool by its own name.
+        ``tools.config`` is the :class:`~tether.config.Config` of the agent or CLI
+        invocation (``None`` when the manager was built without one), for toolsets that
+        are configured, e.g. from a plugin table (``tools.config.section("mcp")``).
     """
 
 

@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 
@@ -46,6 +46,9 @@ from .registry import (
     StrategyRegistrar,
     ToolRegistrar,
 )
+
+if TYPE_CHECKING:
+    from .config import Config
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "PluginManager"]
 
@@ -94,9 +97,19 @@ class PluginManager:
         functions) registered after the built-ins, e.g. from tests.
     :param entry_points: load the ``tether`` entry-point group (subject to the
         environment variables above).
+    :param config: the configuration of the agent or CLI invocation this manager serves;
+        registrars carry it (``registrar.config``) for plugins whose components are
+        configured (MCP servers from ``[mcp.servers.*]``).
     """
 
-    def __init__(self, *, plugins: Iterable[object] = (), entry_points: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        plugins: Iterable[object] = (),
+        entry_points: bool = True,
+        config: Config | None = None,
+    ) -> None:
+        self.config = config
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         self._sources: dict[str, Source] = {}
@@ -169,6 +182,7 @@ class PluginManager:
         if existing is not None:
             return existing  # type: ignore[return-value]
         registrar = kind()
+        registrar.config = self.config
         hook = getattr(self._pm.hook, _HOOKS[kind])
         for impl in hook.get_hookimpls():
             source = self._sources[impl.plugin_name]

@@ -18,7 +18,7 @@ from .tools import Tool, Toolset, as_tool
 if TYPE_CHECKING:
     import os
 
-    from .config import ProviderConfig
+    from .config import Config, ProviderConfig
     from .provider import Provider
     from .skills import Skill
 
@@ -68,6 +68,9 @@ class Registrar(Generic[T]):
         self._entries: dict[str, Registration[T]] = {}
         self.conflicts: list[DuplicateComponentError] = []
         self.source: Source = BUILTIN
+        self.config: Config | None = None
+        """The configuration of the agent or CLI invocation being set up, when known;
+        for plugins whose components come from it (``config.section("mcp")``)."""
 
     def add(self, name: str, component: T, **options: Any) -> None:
         """Register ``component`` as ``name``. A name taken by another plugin is a conflict."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,3 +41,8 @@ class RunSettings:
     env: dict[str, str]
     refresh_system: Callable[[], str] | None = None
     """Called after a compaction for a new system prompt (e.g. a fresh memory snapshot)."""
+    update_tools: Callable[[RunSettings], Awaitable[RunSettings | None]] | None = None
+    """Awaited before every model call when the agent has dynamic toolsets: settings
+    with the current tool list if it changed since these were built, else ``None``."""
+    tool_versions: tuple[int, ...] = ()
+    """The versions of the dynamic toolsets that ``tools`` reflects."""

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -166,6 +166,8 @@ class Run:
         self.scope.check()
         self.guard.check_turns(self.turns)
         self.guard.check_deadline()
+        if self.s.update_tools is not None:
+            await self._update_tools(self.s.update_tools)
         response: ModelResponse | None = None
         async for event in self._call_model():
             if type(event) is ModelResponse:
@@ -196,6 +198,17 @@ class Run:
             yield event
         async for event in self._maybe_compact(force=False):
             yield event
+
+    async def _update_tools(
+        self, update: Callable[[RunSettings], Awaitable[RunSettings | None]]
+    ) -> None:
+        """Offer the model the dynamic toolsets' current tools from this turn on."""
+        with self.scope.interruptible():
+            updated = await update(self.s)
+        if updated is not None:
+            self.s = updated
+            self.executor.tools = updated.tools
+            self.executor.settings = updated.tool_settings
 
     def _ending(self) -> tuple[Outcome, TetherError | None]:
         """How a run that ended without an exception ended."""

@@ -192,7 +192,17 @@ def tool(
 
 
 class Toolset:
-    """A named group of tools, enabled together by name (``tools = ["fs"]`` in config)."""
+    """A named group of tools, enabled together by name (``tools = ["fs"]`` in config).
+
+    A *dynamic* toolset (``dynamic = True``, e.g. one backed by an MCP server) has tools
+    that are only known at run time and may change during a run. The runner awaits
+    :meth:`refresh` before every model call; whenever the toolset's :attr:`version`
+    changed since the run last looked, it offers the model the toolset's current
+    :attr:`tools` from that turn on. :meth:`aclose` is awaited by ``Agent.aclose()``.
+    """
+
+    dynamic: bool = False
+    """Whether :meth:`refresh` must be awaited before each model call."""
 
     def __init__(
         self, name: str, tools: Iterable[Tool | Callable[..., Any]], description: str = ""
@@ -200,6 +210,22 @@ class Toolset:
         self.name = name
         self.description = description
         self.tools: list[Tool] = [as_tool(t) for t in tools]
+        self.version = 0
+        """Increased by a dynamic toolset each time :attr:`tools` changes."""
+        self.problem: str | None = None
+        """Why a dynamic toolset currently has no tools (shown by ``tether plugins``)."""
+
+    async def refresh(self) -> None:
+        """Bring :attr:`tools` up to date (dynamic toolsets only).
+
+        Called before every model call, so it must return at once when nothing changed.
+        The first call may start what the toolset depends on (a server). It must not
+        raise for an unavailable backend: it leaves :attr:`tools` empty and says why in
+        :attr:`problem`, and the agent runs without those tools.
+        """
+
+    async def aclose(self) -> None:
+        """Release what the toolset holds (servers, connections). Safe to call twice."""
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools)

@@ -108,9 +108,14 @@ class CliState:
     def plugin_manager(self) -> PluginManager:
         """The plugin manager of this invocation: built-ins, ``-p`` modules, entry points."""
         if self._manager is None:
+            from ..errors import ConfigError
             from ..plugins import PluginManager
 
-            self._manager = PluginManager(plugins=self.plugin_objects())
+            try:
+                config: Config | None = self.config()
+            except ConfigError:
+                config = None  # reported by the commands that need it
+            self._manager = PluginManager(plugins=self.plugin_objects(), config=config)
         return self._manager
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,9 @@ __all__ = ["plugin_report", "plugins"]
 def _details(kind: str, registration: Registration[Any]) -> str:
     component = registration.component
     if kind == "tool":
-        return ", ".join(tool.name for tool in component)
+        names = ", ".join(tool.name for tool in component)
+        problem = getattr(component, "problem", None)
+        return f"unavailable: {problem}" if problem else names
     if kind == "provider":
         prefixes = registration.options.get("prefixes") or ()
         parts = [f"prefixes: {', '.join(prefixes)}"] if prefixes else []
@@ -79,6 +82,24 @@ def plugin_report(manager: PluginManager) -> dict[str, Any]:
     }
 
 
+def _start_dynamic_toolsets(manager: PluginManager) -> None:
+    """Start every dynamic toolset once (an MCP server, say) so the report shows its
+    tools, or why it has none; then stop them again."""
+    toolsets = [reg.component for reg in manager.tools if reg.component.dynamic]
+    if not toolsets:
+        return
+
+    async def check() -> None:
+        try:
+            for toolset in toolsets:
+                await toolset.refresh()
+        finally:
+            for toolset in toolsets:
+                await toolset.aclose()
+
+    asyncio.run(check())
+
+
 def _plural(kind: str) -> str:
     return kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
 
@@ -125,7 +146,9 @@ def plugins(state: CliState, json_mode: bool) -> None:
     naming both distributions.
     """
     quiet_plugin_warnings()  # the report lists load errors itself
-    report = plugin_report(state.plugin_manager())
+    manager = state.plugin_manager()
+    _start_dynamic_toolsets(manager)
+    report = plugin_report(manager)
     if json_mode:
         click.echo(json.dumps(report, indent=2))
     else:
