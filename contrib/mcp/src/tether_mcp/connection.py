@@ -1,0 +1,413 @@
+"""One MCP server, connected on first use and reconnected after a crash.
+
+A :class:`ServerConnection` belongs to one agent (or one CLI command). The SDK's
+``Client`` lives in a task of its own (the *owner*), because its task groups must be
+entered and left by the same task while the agent's runs, which may be different tasks,
+call tools through it. Calls that find the server gone get an error result; the next
+call starts the server again, after a backoff that doubles with each failure in a row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from mcp import types
+
+from tether.errors import ToolError
+
+from .errors import ServerUnavailable
+from .settings import ServerSettings
+
+__all__ = ["ServerConnection"]
+
+log = logging.getLogger("tether.mcp")
+
+MAX_BACKOFF = 30.0
+START_RETRY = 30.0
+"""Seconds before a server that failed to start is tried again."""
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ServerConnection:
+    """The MCP server ``name``: its tools, and calls to them.
+
+    :param log_dir: where a stdio server's stderr goes (``NAME.log``), so it does not
+        mix with the agent's output.
+    :param oauth_dir: where OAuth tokens are kept for HTTP servers with ``oauth = true``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        settings: ServerSettings,
+        *,
+        log_dir: Path | None = None,
+        oauth_dir: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = settings
+        self.log_dir = log_dir
+        self.oauth_dir = oauth_dir
+        self.tools: list[types.Tool] = []
+        """The server's tools (after the allow-list), as last listed."""
+        self.listing = 0
+        """Increased each time :attr:`tools` is replaced by a new listing."""
+        self.problem: str | None = None
+        """Why the server is unavailable, after a failed start."""
+        self.stale = False
+        """The server said its tool list changed since it was last listed."""
+        self._client: Any = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._failures = 0
+        self._retry_at = 0.0
+        self._errlog: TextIO | None = None
+        self._relister: asyncio.Future[None] | None = None
+
+    # -- public ------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._client is not None and self._loop is _running_loop()
+
+    @property
+    def backing_off(self) -> bool:
+        """A failed start or a crash is recent: starting now would wait for the backoff."""
+        return self._retry_at > time.monotonic()
+
+    async def ensure_started(self) -> None:
+        """Connect (starting the server) unless connected; raises :class:`ServerUnavailable`."""
+        await self._connected_client()
+
+    async def relist(self) -> bool:
+        """List the tools again (after a change notification); whether they changed."""
+        client = await self._connected_client()
+        self.stale = False
+        try:
+            tools = await self._list_tools(client)
+        except Exception as exc:
+            await self._drop(f"listing its tools failed: {_describe(exc)}")
+            raise ServerUnavailable(self.problem or "", server=self.name) from exc
+        return self._set_tools(tools)
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressCallback | None = None,
+        read_timeout: float | None = None,
+    ) -> types.CallToolResult:
+        """Call ``tool``; a server that is gone or fails raises :class:`ToolError`.
+
+        Cancelling the awaiting task (a cancelled run, a timeout) cancels the request,
+        which the SDK announces to the server with ``notifications/cancelled``.
+        """
+        try:
+            client = await self._connected_client()
+        except ServerUnavailable as exc:
+            raise ToolError(str(exc)) from exc
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        try:
+            result: types.CallToolResult = await client.call_tool(
+                tool, arguments, read_timeout_seconds=read_timeout, progress_callback=progress
+            )
+        except MCPError as exc:
+            if exc.code != CONNECTION_CLOSED:
+                raise ToolError(f"The MCP server `{self.name}` rejected the call: {exc}") from exc
+            await self._drop("it stopped during a call")
+            raise ToolError(
+                f"The MCP server `{self.name}` stopped while running `{tool}`; the call may or "
+                "may not have taken effect. The server is restarted on the next call."
+            ) from exc
+        except Exception as exc:
+            if not isinstance(exc, _transport_errors()):
+                raise
+            await self._drop(f"the connection failed: {_describe(exc)}")
+            raise ToolError(
+                f"The connection to the MCP server `{self.name}` failed while running `{tool}` "
+                f"({_describe(exc)}). It is reconnected on the next call."
+            ) from exc
+        self._failures = 0
+        return result
+
+    async def aclose(self) -> None:
+        """Stop the server (or close the connection). Safe to call more than once."""
+        if self._loop is not None and self._loop is not _running_loop():
+            self._forget()
+            return
+        await self._stop_owner()
+        self._forget()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def _connected_client(self) -> Any:
+        loop = _running_loop()
+        if self._loop is not loop:
+            self._forget()  # a new event loop: what ran on the old one ended with it
+            self._loop = loop
+            self._lock = asyncio.Lock()
+        if self._client is not None:
+            return self._client
+        assert self._lock is not None
+        async with self._lock:
+            if self._client is None:
+                delay = self._retry_at - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await self._start()
+            return self._client
+
+    async def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        stop = self._stop = asyncio.Event()
+        self._owner = asyncio.create_task(self._own(ready, stop), name=f"mcp server {self.name}")
+        timeout = self.settings.startup_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(ready)
+        except TimeoutError:
+            await self._stop_owner()
+            self._failed(f"it did not answer within {timeout:g} s (startup_timeout)")
+        except ServerUnavailable:
+            raise
+        except Exception as exc:
+            await self._stop_owner()
+            self._failed(_describe(exc))
+        except BaseException:
+            await self._stop_owner()
+            raise
+        self.problem = None
+
+    async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        """The owner task: enter the SDK client, publish it, wait for ``stop``."""
+        client: Any = None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await stack.enter_async_context(await self._make_client(stack))
+                self._set_tools(await self._list_tools(client))
+                await self._listen(client, stack)
+                self._client = client
+                ready.set_result(None)
+                await stop.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                log.warning("MCP server %s: connection ended: %s", self.name, _describe(exc))
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+            raise
+        finally:
+            if self._client is client:
+                self._client = None
+
+    async def _make_client(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp import Client, StdioServerParameters
+
+        settings = self.settings
+        common: dict[str, Any] = {
+            "message_handler": self._on_message,
+            "client_info": types.Implementation(name="tether", version=_version()),
+        }
+        if settings.command is not None:
+            import os
+
+            errlog = self._open_errlog()
+            params = StdioServerParameters(
+                command=settings.command,
+                args=list(settings.args),
+                env={**os.environ, **settings.resolved_env()} if settings.env else None,
+                cwd=settings.cwd,
+            )
+            from mcp.client.stdio import stdio_client
+
+            return Client(stdio_client(params, errlog=errlog), **common)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        auth = None
+        if settings.oauth:
+            from .oauth import oauth_provider
+
+            auth = oauth_provider(self.name, settings, self.oauth_dir)
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=settings.resolved_headers(),
+                auth=auth,
+                timeout=httpx2.Timeout(30.0, read=300.0),
+            )
+        )
+        assert settings.url is not None
+        return Client(streamable_http_client(settings.url, http_client=http), **common)
+
+    async def _listen(self, client: Any, stack: contextlib.AsyncExitStack) -> None:
+        """Subscribe to tool-list changes where the protocol needs a subscription (2026-07-28
+        and later); older servers send ``notifications/tools/list_changed`` unasked."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        tools = client.server_capabilities.tools
+        if tools is None or not tools.list_changed:
+            return
+        try:
+            await stack.enter_async_context(client.listen(tools_list_changed=True))
+        except ListenNotSupportedError:
+            return
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.stale = True
+            if self._relister is None or self._relister.done():
+                self._relister = asyncio.ensure_future(self._relist_now())
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: transport error: %s", self.name, _describe(message))
+
+    async def _relist_now(self) -> None:
+        """List the tools as soon as the server says they changed, so the next turn
+        offers the new list without waiting for a round trip."""
+        while self.stale and self._client is not None:
+            self.stale = False
+            try:
+                self._set_tools(await self._list_tools(self._client))
+            except Exception as exc:
+                self.stale = True
+                log.warning(
+                    "MCP server %s: listing its tools failed: %s", self.name, _describe(exc)
+                )
+                return
+
+    async def _list_tools(self, client: Any) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        allowed = self.settings.tools
+        if allowed is not None:
+            tools = [t for t in tools if t.name in allowed]
+        return tools
+
+    def _set_tools(self, tools: list[types.Tool]) -> bool:
+        def key(items: list[types.Tool]) -> list[Any]:
+            return [(t.name, t.description, t.input_schema) for t in items]
+
+        if key(tools) == key(self.tools) and self.listing:
+            return False
+        self.tools = tools
+        self.listing += 1
+        return True
+
+    async def _drop(self, why: str) -> None:
+        """Forget a connection that failed; the next use restarts the server after a backoff."""
+        await self._stop_owner()
+        self._failures += 1
+        self._retry_at = time.monotonic() + self._backoff()
+        log.warning("MCP server %s stopped: %s", self.name, why)
+
+    def _failed(self, why: str) -> None:
+        self._failures += 1
+        self._retry_at = time.monotonic() + max(self._backoff(), START_RETRY)
+        self.problem = f"The MCP server `{self.name}` could not be started: {why}."
+        raise ServerUnavailable(
+            f"{self.problem} Check [mcp.servers.{self.name}] in tether.toml"
+            + (f" and {self._log_path()}." if self.settings.command and self.log_dir else "."),
+            server=self.name,
+        )
+
+    def _backoff(self) -> float:
+        first = self.settings.restart_backoff
+        return min(first * 2 ** max(self._failures - 1, 0), MAX_BACKOFF) if first else 0.0
+
+    async def _stop_owner(self) -> None:
+        owner, self._owner = self._owner, None
+        published = self._client is not None
+        self._client = None
+        if self._stop is not None:
+            self._stop.set()
+        if owner is None or owner.done():
+            return
+        if not published:  # still connecting: nothing to close politely
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+            return
+        try:
+            async with asyncio.timeout(10):
+                await asyncio.shield(owner)
+        except TimeoutError:
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        except Exception:
+            pass  # the owner logged or reported it
+
+    def _forget(self) -> None:
+        self._client = None
+        self._owner = None
+        self._stop = None
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    def _log_path(self) -> Path:
+        assert self.log_dir is not None
+        return self.log_dir / f"{self.name}.log"
+
+    def _open_errlog(self) -> TextIO:
+        import sys
+
+        if self.log_dir is None:
+            return sys.stderr
+        if self._errlog is None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._errlog = open(self._log_path(), "a", encoding="utf-8")  # noqa: SIM115
+        return self._errlog
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    import anyio
+    import httpx2
+
+    return (
+        OSError,
+        EOFError,
+        anyio.ClosedResourceError,
+        anyio.BrokenResourceError,
+        httpx2.TransportError,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tether-mcp")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,26 @@
+"""The tether entry point of tether-mcp: MCP servers as toolsets, and ``tether mcp``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import tether
+
+if TYPE_CHECKING:
+    from tether.registry import CommandRegistrar, ToolRegistrar
+
+
+@tether.hookimpl
+def register_tools(tools: ToolRegistrar) -> None:
+    """One toolset per ``[mcp.servers.NAME]`` (enable it as ``tools = ["NAME"]``)."""
+    from .servers import toolsets
+
+    for toolset in toolsets(tools.config):
+        tools.add(toolset)
+
+
+@tether.hookimpl
+def register_commands(commands: CommandRegistrar) -> None:
+    from .cli import mcp
+
+    commands.add(mcp)

@@ -1,0 +1,120 @@
+"""An MCP server as a tether toolset: its tools, namespaced, kept up to date."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from mcp import types
+
+from tether.tools import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolContext, Toolset
+
+from .connection import ServerConnection
+from .errors import ServerUnavailable
+from .names import tool_name
+from .results import to_blocks
+from .schema import normalise
+
+__all__ = ["McpTool", "McpToolset"]
+
+log = logging.getLogger("tether.mcp")
+
+
+class McpTool(Tool):
+    """One tool of an MCP server. Arguments are checked by the server (its schema is
+    passed to the model as is, normalised); the result becomes tether blocks."""
+
+    __slots__ = ("connection", "remote_name")
+
+    def __init__(self, connection: ServerConnection, remote: types.Tool) -> None:
+        self.connection = connection
+        self.remote_name = remote.name
+        self.fn = self._call_remote
+        self.name = tool_name(connection.name, remote.name)
+        self.description = remote.description or remote.title or ""
+        self.timeout = connection.settings.call_timeout
+        self.sequential = False
+        self.max_output_chars = DEFAULT_MAX_OUTPUT_CHARS
+        self._is_async = True
+        self._context_param = None
+        self.parameters = normalise(remote.input_schema)
+
+    def __repr__(self) -> str:
+        return f"<McpTool {self.name} ({self.connection.name}: {self.remote_name})>"
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)
+
+    async def call(self, arguments: Mapping[str, Any], context: ToolContext | None) -> Any:
+        return await self._call_remote(**arguments)
+
+    async def _call_remote(self, **arguments: Any) -> Any:
+        result = await self.connection.call(self.remote_name, arguments)
+        return to_blocks(result)
+
+
+class McpToolset(Toolset):
+    """The tools of one MCP server, named ``SERVER__tool``.
+
+    Dynamic: the server starts at the first :meth:`refresh` (before the first model call
+    of a run), the tools are listed again when the server announces a change, and a
+    server that cannot start leaves the toolset empty with :attr:`problem` set, so the
+    agent runs without it. The connection is shared by every run of the agent.
+    """
+
+    dynamic = True
+
+    def __init__(self, connection: ServerConnection) -> None:
+        super().__init__(connection.name, [], description=f"MCP server {connection.name}")
+        self.connection = connection
+        self._listing = 0
+        self._failed_at_listing: int | None = None
+
+    async def refresh(self) -> None:
+        connection = self.connection
+        try:
+            if not connection.connected:
+                if connection.backing_off and self.problem is not None:
+                    return  # failed to start a moment ago: not again on every turn
+                await connection.ensure_started()
+            elif connection.stale:
+                await connection.relist()
+            else:
+                await asyncio.sleep(0)  # let a change notification already received land
+                if connection.stale:
+                    await connection.relist()
+        except ServerUnavailable as exc:
+            if self.problem != connection.problem or self.tools:
+                log.warning("%s The agent runs without its tools.", exc)
+            self.problem = connection.problem or str(exc)
+            if self.tools:
+                self.tools = []
+                self.version += 1
+            return
+        self.problem = None
+        if connection.listing != self._listing:
+            self._listing = connection.listing
+            self._update(connection.tools)
+
+    def _update(self, remote: list[types.Tool]) -> None:
+        """New tool objects for new or changed tools; known ones keep their place."""
+        current = {t.remote_name: t for t in self.tools if isinstance(t, McpTool)}
+        fresh: list[Tool] = []
+        for item in remote:
+            known = current.get(item.name)
+            if known is not None and known.parameters == normalise(item.input_schema):
+                known.description = item.description or item.title or ""
+                fresh.append(known)
+            else:
+                fresh.append(McpTool(self.connection, item))
+        order = {t.remote_name: i for i, t in enumerate(self.tools) if isinstance(t, McpTool)}
+        fresh.sort(
+            key=lambda t: order.get(t.remote_name, len(order)) if isinstance(t, McpTool) else 0
+        )
+        self.tools = fresh
+        self.version += 1
+
+    async def aclose(self) -> None:
+        await self.connection.aclose()
