@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp import types
 
-from tether.tools import DEFAULT_MAX_OUTPUT_CHARS, Tool, ToolContext, Toolset
+from tether.tools import Tool, ToolContext, Toolset
 
 from .connection import ServerConnection
 from .errors import ServerUnavailable
@@ -29,16 +29,14 @@ class McpTool(Tool):
     __slots__ = ("connection", "remote_name")
 
     def __init__(self, connection: ServerConnection, remote: types.Tool) -> None:
+        super().__init__(
+            _remote,
+            name=tool_name(connection.name, remote.name),
+            description=remote.description or remote.title or "",
+            timeout=connection.settings.call_timeout,
+        )
         self.connection = connection
         self.remote_name = remote.name
-        self.fn = self._call_remote
-        self.name = tool_name(connection.name, remote.name)
-        self.description = remote.description or remote.title or ""
-        self.timeout = connection.settings.call_timeout
-        self.sequential = False
-        self.max_output_chars = DEFAULT_MAX_OUTPUT_CHARS
-        self._is_async = True
-        self._context_param = None
         self.parameters = normalise(remote.input_schema)
 
     def __repr__(self) -> str:
@@ -48,11 +46,12 @@ class McpTool(Tool):
         return dict(arguments)
 
     async def call(self, arguments: Mapping[str, Any], context: ToolContext | None) -> Any:
-        return await self._call_remote(**arguments)
-
-    async def _call_remote(self, **arguments: Any) -> Any:
-        result = await self.connection.call(self.remote_name, arguments)
+        result = await self.connection.call(self.remote_name, dict(arguments))
         return to_blocks(result)
+
+
+async def _remote() -> None:
+    """Stands in for the function of a tool that runs on an MCP server."""
 
 
 class McpToolset(Toolset):
