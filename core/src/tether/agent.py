@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,7 @@ class Agent:
         session: AnySession | str | None = None,
         cancel: CancelToken | None = None,
         deps: Any = None,
-    ) -> AsyncIterator[RunEvent]:
+    ) -> AsyncGenerator[RunEvent, None]:
         """Run the loop for ``prompt``, yielding every event; the last one is ``Done``.
 
         Provider errors that cannot be retried propagate as :class:`TetherError`; limits,
@@ -151,8 +152,9 @@ class Agent:
                 cancel=cancel,
                 deps=deps if deps is not None else self.deps,
             )
-            async for event in run.events():
-                yield event
+            async with contextlib.aclosing(run.events()) as events:
+                async for event in events:
+                    yield event
         finally:
             if owned:
                 await close_session(target)

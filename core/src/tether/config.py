@@ -132,6 +132,16 @@ class LimitsConfig(_Strict):
     loop_threshold: int = Field(
         3, ge=2, description="Identical failing tool calls in a row that count as a loop."
     )
+    stream_idle_timeout_s: float | None = Field(
+        120.0,
+        gt=0,
+        description="Seconds without a streamed event before a model call is retried.",
+    )
+    retry_budget_s: float | None = Field(
+        300.0,
+        gt=0,
+        description="Seconds one model call may spend on attempts and waits between them.",
+    )
     tool_timeout_s: float | None = Field(
         300.0,
         gt=0,

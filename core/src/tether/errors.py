@@ -18,6 +18,7 @@ Messages say what happened, what was expected and what to do about it.
     │   ├── ServerError                                        retryable
     │   ├── ProviderConnectionError                            retryable
     │   │   └── ProviderTimeoutError                           retryable
+    │   ├── RetryBudgetExceeded        (.__cause__: the last error)
     │   ├── AuthenticationError
     │   ├── PermissionDeniedError
     │   ├── InvalidRequestError
@@ -73,6 +74,7 @@ __all__ = [
     "ProviderTimeoutError",
     "RateLimitError",
     "RefusalError",
+    "RetryBudgetExceeded",
     "RunCancelled",
     "ServerError",
     "SessionConflictError",
@@ -200,6 +202,11 @@ class ProviderConnectionError(ProviderError):
 
 class ProviderTimeoutError(ProviderConnectionError):
     """The provider did not answer in time."""
+
+
+class RetryBudgetExceeded(ProviderError):
+    """Retrying a model call would pass its total retry budget (``limits.retry_budget_s``);
+    the last provider error is the ``__cause__``. Not retryable."""
 
 
 class AuthenticationError(ProviderError):

@@ -70,10 +70,14 @@ class RunGuard:
 
     def check_deadline(self) -> None:
         if self.expired():
-            raise WallTimeExceeded(
-                f"The run reached its wall-time limit of {self.limits.wall_time_s:g} s. "
-                "Raise limits.wall_time_s if the task needs more."
-            )
+            raise self.deadline_error()
+
+    def deadline_error(self) -> WallTimeExceeded:
+        """The error for a run that reached its wall-time limit."""
+        return WallTimeExceeded(
+            f"The run reached its wall-time limit of {self.limits.wall_time_s:g} s. "
+            "Raise limits.wall_time_s if the task needs more."
+        )
 
     def check_retry_wait(self, delay: float, error: BaseException) -> None:
         """Raise if waiting ``delay`` seconds to retry would pass the wall-time limit."""

@@ -21,12 +21,13 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
+from .deadlines import check_retry_budget, guarded_stream
 from .errors import (
     ContextOverflowError,
     LimitExceeded,
@@ -119,17 +120,21 @@ class Run:
         calls answered as interrupted, and calls that finished just before. Yielded before Done."""
 
     # -- public ------------------------------------------------------------------------------
-    async def events(self) -> AsyncIterator[RunEvent]:
+    async def events(self) -> AsyncGenerator[RunEvent, None]:
         self.guard.start()
         observers = self.s.observers
+        # Every nested generator is closed by its caller (aclosing), innermost first: a
+        # consumer that stops iterating and calls aclose() gets its open calls answered
+        # before aclose() returns.
         with self.scope:
-            async for event in self._loop():
-                if observers:
-                    notify(observers, event)
-                yield event
+            async with contextlib.aclosing(self._loop()) as loop:
+                async for event in loop:
+                    if observers:
+                        notify(observers, event)
+                    yield event
 
     # -- the loop ----------------------------------------------------------------------------
-    async def _loop(self) -> AsyncIterator[RunEvent]:
+    async def _loop(self) -> AsyncGenerator[RunEvent, None]:
         report = getattr(self.session, "repair_report", None)
         if report and self.session not in _REPORTED_REPAIRS:
             _REPORTED_REPAIRS.add(self.session)
@@ -138,8 +143,9 @@ class Run:
         error: TetherError | None = None
         try:
             while not self._finished:
-                async for event in self._turn():
-                    yield event
+                async with contextlib.aclosing(self._turn()) as turn:
+                    async for event in turn:
+                        yield event
         except LimitExceeded as exc:
             outcome, error = Outcome.LIMIT, exc
         except asyncio.CancelledError:
@@ -161,7 +167,7 @@ class Run:
             yield end
         yield Done(self._result(outcome, error))
 
-    async def _turn(self) -> AsyncIterator[RunEvent]:
+    async def _turn(self) -> AsyncGenerator[RunEvent, None]:
         """One model call and the tool calls it asked for; sets ``_finished`` at the end."""
         self.scope.check()
         self.guard.check_turns(self.turns)
@@ -169,11 +175,12 @@ class Run:
         if self.s.update_tools is not None:
             await self._update_tools(self.s.update_tools)
         response: ModelResponse | None = None
-        async for event in self._call_model():
-            if type(event) is ModelResponse:
-                response = event
-            else:
-                yield event
+        async with contextlib.aclosing(self._call_model()) as model_events:
+            async for event in model_events:
+                if type(event) is ModelResponse:
+                    response = event
+                else:
+                    yield event
         assert response is not None
         message = await self._record(response)
         yield self._turn_end(response)
@@ -194,10 +201,12 @@ class Run:
         if error is not None:
             await self._answer_unrun(calls, f"Not run: {error}")
             raise error
-        async for event in self._run_tools(calls):
-            yield event
-        async for event in self._maybe_compact(force=False):
-            yield event
+        async with contextlib.aclosing(self._run_tools(calls)) as tool_events:
+            async for event in tool_events:
+                yield event
+        async with contextlib.aclosing(self._maybe_compact(force=False)) as compactions:
+            async for event in compactions:
+                yield event
 
     async def _update_tools(
         self, update: Callable[[RunSettings], Awaitable[RunSettings | None]]
@@ -236,7 +245,7 @@ class Run:
             settings=s.provider_settings,
         )
 
-    async def _call_model(self) -> AsyncIterator[Any]:
+    async def _call_model(self) -> AsyncGenerator[Any, None]:
         """Yield the deltas of one successful model call, then its ModelResponse."""
         attempt = 0
         overflow_compacted = False
@@ -247,15 +256,21 @@ class Run:
             request = self._request()
             try:
                 response: ModelResponse | None = None
-                with self.scope.interruptible():
-                    async for event in self.s.provider.stream(request):
-                        if type(event) is ModelResponse:
-                            response = event
-                            continue  # drain the stream so the generator closes here, not in a finalizer
-                        with self.scope.paused():
-                            yield event
-                        if guard.deadline is not None:
-                            guard.check_deadline()
+                stream = guarded_stream(
+                    self.s.provider.stream(request),
+                    idle_timeout=self.s.limits.stream_idle_timeout_s,
+                    remaining=guard.remaining,
+                    on_deadline=guard.deadline_error,
+                    provider=self.s.provider.name,
+                )
+                async with contextlib.aclosing(stream):
+                    with self.scope.interruptible():
+                        async for event in stream:
+                            if type(event) is ModelResponse:
+                                response = event
+                                continue  # drain the stream so it closes here, not in a finalizer
+                            with self.scope.paused():
+                                yield event
                 if response is None:
                     raise ProviderError(
                         f"The {self.s.provider.name} provider ended its stream without a response.",
@@ -269,26 +284,35 @@ class Run:
                     raise
                 overflow_compacted = True
                 compacted = False
-                async for compaction in self._maybe_compact(force=True):
-                    compacted = True
-                    yield compaction
+                async with contextlib.aclosing(self._maybe_compact(force=True)) as compactions:
+                    async for compaction in compactions:
+                        compacted = True
+                        yield compaction
                 if not compacted:
                     raise
             except ProviderError as exc:
-                delay = self._retry_delay(attempt, exc)
+                delay = self._retry_delay(attempt, exc, started)
                 yield Retry(attempt=attempt, delay=delay, error=exc)
                 with self.scope.interruptible():
                     await self.s.retry.sleep(delay)
 
-    def _retry_delay(self, attempt: int, error: ProviderError) -> float:
+    def _retry_delay(self, attempt: int, error: ProviderError, started: float) -> float:
         """Seconds to wait before trying again after ``error``; re-raises it if it may not
-        be retried (not retryable, attempts used up, cancelled, or past the wall time)."""
+        be retried (not retryable, attempts used up, cancelled, past the wall time or the
+        call's retry budget)."""
         delay = self.s.retry.delay(attempt, error) if error.retryable else None
         if delay is None:
             raise error
-        self.retries += 1
         self.scope.check()
         self.guard.check_retry_wait(delay, error)
+        check_retry_budget(
+            error,
+            delay=delay,
+            started=started,
+            budget=self.s.limits.retry_budget_s,
+            attempts=attempt,
+        )
+        self.retries += 1
         return delay
 
     async def _record(self, response: ModelResponse) -> Message:
@@ -323,11 +347,13 @@ class Run:
         )
 
     # -- tools ---------------------------------------------------------------------------------
-    async def _run_tools(self, calls: list[ToolCallBlock]) -> AsyncIterator[RunEvent]:
+    async def _run_tools(self, calls: list[ToolCallBlock]) -> AsyncGenerator[RunEvent, None]:
         results: list[ToolResultBlock | None] = [None] * len(calls)
         try:
-            async for event in self.scheduler.run(calls, results, self._late_ends):
-                yield event
+            tool_events = self.scheduler.run(calls, results, self._late_ends)
+            async with contextlib.aclosing(tool_events):
+                async for event in tool_events:
+                    yield event
         except BaseException:
             await self._write_results(calls, results)
             raise
@@ -375,7 +401,7 @@ class Run:
                     await self._answer_unrun(calls, self._interrupt_reason())
 
     # -- compaction --------------------------------------------------------------------------------
-    async def _maybe_compact(self, *, force: bool) -> AsyncIterator[RunEvent]:
+    async def _maybe_compact(self, *, force: bool) -> AsyncGenerator[RunEvent, None]:
         s = self.s
         messages = self.session.messages
         context = CompactionContext(
@@ -390,8 +416,14 @@ class Run:
             reported_messages=self.reported_messages,
             force=force,
         )
-        with self.scope.interruptible():
-            outcome = await s.compaction.compact(context)
+        try:
+            with self.scope.interruptible():
+                async with asyncio.timeout(self.guard.remaining()):
+                    outcome = await s.compaction.compact(context)
+        except TimeoutError:
+            if not self.guard.expired():
+                raise
+            raise self.guard.deadline_error() from None
         if outcome is None:
             return
         before = len(messages)

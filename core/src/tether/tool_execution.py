@@ -14,10 +14,11 @@ which calls were answered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,7 +191,7 @@ class ToolScheduler:
         calls: Sequence[ToolCallBlock],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
-    ) -> AsyncIterator[ToolStart | ToolEnd]:
+    ) -> AsyncGenerator[ToolStart | ToolEnd, None]:
         """Run ``calls``, storing each result at its call's index in ``results``.
 
         If interrupted, calls that finished but were not yet reported get their
@@ -207,8 +208,10 @@ class ToolScheduler:
             yield ToolEnd(call.id, call.name, result, time.perf_counter() - started)
             return
         for group in self.groups(calls):
-            async for event in self._run_group(calls, group, results, late_ends):
-                yield event
+            group_events = self._run_group(calls, group, results, late_ends)
+            async with contextlib.aclosing(group_events):
+                async for event in group_events:
+                    yield event
 
     def groups(self, calls: Sequence[ToolCallBlock]) -> list[list[int]]:
         """Indices of calls that may run together, in declared order."""
@@ -234,7 +237,7 @@ class ToolScheduler:
         group: list[int],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
-    ) -> AsyncIterator[ToolStart | ToolEnd]:
+    ) -> AsyncGenerator[ToolStart | ToolEnd, None]:
         started: dict[asyncio.Task[ToolResultBlock], tuple[int, float]] = {}
         for index in group:
             call = calls[index]

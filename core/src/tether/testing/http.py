@@ -42,13 +42,14 @@ class RecordedRequest:
 
 @dataclass(slots=True)
 class FakeResponse:
-    """One scripted HTTP response. ``chunks`` are written one at a time (streaming);
-    ``body`` is written at once with a Content-Length."""
+    """One scripted HTTP response. ``chunks`` are written one at a time (streaming; a
+    generator may pause between them, to play a stalled or trickling server); ``body`` is
+    written at once with a Content-Length."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
-    chunks: Sequence[bytes] | None = None
+    chunks: Iterable[bytes] | None = None
     drop_after: int | None = None
 
     @classmethod
