@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .boundary import RunBoundary
 from .cancel import CancelToken
 from .compaction import CompactionStrategy
 from .config import Config, LimitsConfig, load_config
@@ -126,15 +127,24 @@ class Agent:
         session: AnySession | str | None = None,
         cancel: CancelToken | None = None,
         deps: Any = None,
+        boundary: RunBoundary | None = None,
     ) -> AsyncGenerator[RunEvent, None]:
         """Run the loop for ``prompt``, yielding every event; the last one is ``Done``.
 
         Provider errors that cannot be retried propagate as :class:`TetherError`; limits,
         refusals and cancellation through ``cancel`` end the run with a ``Done`` whose
-        result has the matching :class:`~tether.result.Outcome`.
+        result has the matching :class:`~tether.result.Outcome`. A ``boundary`` wraps the
+        run's model requests and tool calls (see :mod:`tether.boundary`; tether-dbos uses
+        it to make runs durable).
         """
         check_run_depth(self.limits.max_run_depth)
         settings = self._run_settings()
+        if boundary is not None:
+            settings = replace(
+                settings,
+                provider=boundary.wrap_provider(settings.provider),
+                tool_boundary=boundary.call_tool,
+            )
         owned = isinstance(session, str)
         if isinstance(session, str):
             target: AnySession = await self.open_session(session)

@@ -48,6 +48,8 @@ Messages say what happened, what was expected and what to do about it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AuthenticationError",
     "CompactionError",
@@ -95,13 +97,19 @@ class TetherError(Exception):
     """Root of every error tether raises on purpose.
 
     Text arguments are scrubbed of secrets (:func:`tether.scrub.scrub`) when the error is
-    created, so an API key quoted back by a provider never reaches a message.
+    created, so an API key quoted back by a provider never reaches a message. Every tether
+    error survives ``pickle`` with its attributes (``retry_after``, ``provider``, ...), so
+    a durable engine can record it as a step's outcome and raise it again when the step is
+    replayed in another process.
     """
 
     def __init__(self, *args: object) -> None:
         from .scrub import scrub
 
         super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
 
 
 # -- configuration and plugins --------------------------------------------------------
@@ -368,3 +376,14 @@ class DepthExceeded(LimitExceeded):
 
 class RunCancelled(TetherError):
     """The run was cancelled through its :class:`~tether.CancelToken`."""
+
+
+def _rebuild_error(
+    cls: type[TetherError], args: tuple[Any, ...], state: dict[str, Any]
+) -> TetherError:
+    """Unpickle a :class:`TetherError` without calling its ``__init__`` (whose keyword
+    arguments the pickled ``args`` do not carry)."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .boundary import ToolBoundary
     from .compaction import CompactionStrategy
     from .config import LimitsConfig
     from .events import RunEvent
@@ -46,3 +47,5 @@ class RunSettings:
     with the current tool list if it changed since these were built, else ``None``."""
     tool_versions: tuple[int, ...] = ()
     """The versions of the dynamic toolsets that ``tools`` reflects."""
+    tool_boundary: ToolBoundary | None = None
+    """Wraps every tool call (see :mod:`tether.boundary`)."""

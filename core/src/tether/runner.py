@@ -95,6 +95,7 @@ class Run:
             deps=deps,
             settings=settings.tool_settings,
             default_timeout=settings.limits.tool_timeout_s,
+            boundary=settings.tool_boundary,
         )
         self.guard = RunGuard(settings.limits)
         self.scope = CancelScope(self.cancel)

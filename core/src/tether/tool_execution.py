@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from .arguments import prepare_arguments
+from .boundary import ToolBoundary
 from .cancel import CancelScope, CancelToken
 from .depth import run_depth, tool_depth
 from .errors import InvalidToolArguments, ToolError
@@ -74,8 +75,10 @@ class ToolExecutor:
         deps: Any,
         settings: Mapping[str, Mapping[str, Any]],
         default_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S,
+        boundary: ToolBoundary | None = None,
     ) -> None:
         self.tools = tools
+        self.boundary = boundary
         self.default_timeout = default_timeout
         self.depth = run_depth() + 1
         """The depth of the run this executor serves (see :mod:`tether.depth`)."""
@@ -92,6 +95,12 @@ class ToolExecutor:
         return tool is not None and tool.sequential
 
     async def execute(self, call: ToolCallBlock) -> ToolResultBlock:
+        """Run ``call`` to its result, through the run's tool boundary if it has one."""
+        if self.boundary is not None:
+            return await self.boundary(call, self._execute)
+        return await self._execute(call, None)
+
+    async def _execute(self, call: ToolCallBlock, key: str | None) -> ToolResultBlock:
         tool = self.tools.get(call.name)
         if tool is None:
             return self._error(call, self._unknown_tool_message(call.name))
@@ -110,7 +119,7 @@ class ToolExecutor:
             arguments = tool.validate(decoded)
         except pydantic.ValidationError as exc:
             return self._error(call, format_validation_error(tool, exc))
-        context = self._context(call, tool) if tool._context_param is not None else None
+        context = self._context(call, tool, key) if tool._context_param is not None else None
         timeout = self.default_timeout if tool.timeout == DEFAULT_TIMEOUT else tool.timeout
         try:
             with tool_depth(self.depth):
@@ -137,12 +146,12 @@ class ToolExecutor:
             max_image_bytes=tool.max_image_bytes,
         )
 
-    def _context(self, call: ToolCallBlock, tool: Tool) -> ToolContext:
+    def _context(self, call: ToolCallBlock, tool: Tool, key: str | None = None) -> ToolContext:
         return ToolContext(
             call_id=call.id,
             tool_name=tool.name,
             session_id=self.session_id,
-            idempotency_key=idempotency_key(self.session_id, call.id),
+            idempotency_key=key or idempotency_key(self.session_id, call.id),
             cwd=self.cwd,
             cancel=self.cancel,
             state=self.state,
