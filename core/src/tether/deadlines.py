@@ -14,6 +14,10 @@ Retries of one model call share a total budget (``limits.retry_budget_s``), chec
 :func:`check_retry_budget` before each wait: the backoff, or the provider's
 ``retry-after``, is honoured only if it fits in what is left of the budget; otherwise
 the call fails with :class:`~tether.errors.RetryBudgetExceeded`.
+
+The runner closes every nested generator it iterates (``contextlib.aclosing``), so the
+innermost cleans up first: a consumer that stops iterating ``Agent.stream()`` and calls
+``aclose()`` has running tools cancelled and open calls answered before it returns.
 """
 
 from __future__ import annotations
@@ -21,61 +25,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import ProviderError, ProviderTimeoutError, RetryBudgetExceeded
 
-__all__ = ["check_retry_budget", "guarded_stream"]
+if TYPE_CHECKING:
+    from .guard import RunGuard
+    from .provider import ModelRequest, Provider, ProviderEvent
+
+__all__ = ["check_retry_budget", "guarded_stream", "within_deadline"]
 
 E = TypeVar("E")
 
 
 async def guarded_stream(
-    source: AsyncIterator[E],
-    *,
-    idle_timeout: float | None,
-    remaining: Callable[[], float | None],
-    on_deadline: Callable[[], BaseException],
-    provider: str,
-) -> AsyncGenerator[E, None]:
-    """Yield ``source``'s events, bounding each wait (see the module docstring).
+    provider: Provider, request: ModelRequest, guard: RunGuard
+) -> AsyncGenerator[ProviderEvent, None]:
+    """Yield the events of ``provider.stream(request)``, bounding each wait by ``guard``'s
+    deadline and the stream idle timeout of its limits (see the module docstring).
 
-    ``remaining()`` gives the seconds left before the run's deadline (``None``: none);
-    ``on_deadline()`` builds the error raised when it passes. ``source`` is closed when
-    this generator ends, whichever way it ends. The consumer's time between events does
-    not count against the idle timeout.
+    The provider's stream is closed when this generator ends, whichever way it ends. The
+    consumer's time between events does not count against the idle timeout.
     """
-    loop = asyncio.get_running_loop()
+    source = provider.stream(request)
+    idle = guard.limits.stream_idle_timeout_s
     try:
         while True:
-            left = remaining()
+            left = guard.remaining()
             if left is not None and left <= 0:
-                raise on_deadline()
-            wait = _shortest(idle_timeout, left)
-            if wait is None:
-                try:
-                    event = await anext(source)
-                except StopAsyncIteration:
-                    return
-            else:
-                timeout = asyncio.timeout_at(loop.time() + wait)
-                try:
-                    async with timeout:
-                        event = await anext(source)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if not timeout.expired():
-                        raise
-                    if idle_timeout is not None and wait >= idle_timeout:
-                        raise ProviderTimeoutError(
-                            f"The {provider} stream sent nothing for {idle_timeout:g} s (stream "
-                            "idle timeout). Retrying; raise limits.stream_idle_timeout_s if the "
-                            "model legitimately pauses this long.",
-                            provider=provider,
-                        ) from None
-                    raise on_deadline() from None
+                raise guard.deadline_error()
+            try:
+                event = await _next(source, idle, left, provider.name, guard)
+            except StopAsyncIteration:
+                return
             yield event
     finally:
         aclose = getattr(source, "aclose", None)
@@ -84,8 +67,45 @@ async def guarded_stream(
                 await aclose()
 
 
+async def _next(
+    source: AsyncIterator[E], idle: float | None, left: float | None, name: str, guard: RunGuard
+) -> E:
+    """The next event of ``source``, waiting at most ``idle`` or ``left`` seconds."""
+    wait = idle if left is None else (left if idle is None else min(idle, left))
+    if wait is None:
+        return await anext(source)
+    timeout = asyncio.timeout(wait)
+    try:
+        async with timeout:
+            return await anext(source)
+    except TimeoutError:
+        if not timeout.expired():
+            raise
+        if idle is not None and wait >= idle:
+            raise ProviderTimeoutError(
+                f"The {name} stream sent nothing for {idle:g} s (stream idle timeout). "
+                "Retrying; raise limits.stream_idle_timeout_s if the model legitimately "
+                "pauses this long.",
+                provider=name,
+            ) from None
+        raise guard.deadline_error() from None
+
+
+@contextlib.asynccontextmanager
+async def within_deadline(guard: RunGuard) -> AsyncGenerator[None, None]:
+    """Bound the body by ``guard``'s wall-time deadline: raise its ``WallTimeExceeded``
+    when the deadline passes (for waits that are not streams, e.g. a compaction)."""
+    try:
+        async with asyncio.timeout(guard.remaining()):
+            yield
+    except TimeoutError:
+        if not guard.expired():
+            raise
+        raise guard.deadline_error() from None
+
+
 def check_retry_budget(
-    error: ProviderError, *, delay: float, started: float, budget: float | None, attempts: int
+    error: ProviderError, delay: float, started: float, budget: float | None, attempts: int
 ) -> None:
     """Raise :class:`RetryBudgetExceeded` (from ``error``) if waiting ``delay`` seconds
     more would pass ``budget`` seconds since the model call started (``started`` is a
@@ -107,11 +127,3 @@ def check_retry_budget(
         provider=error.provider,
         status_code=error.status_code,
     ) from error
-
-
-def _shortest(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)

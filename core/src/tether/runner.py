@@ -27,7 +27,7 @@ from typing import Any
 
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
-from .deadlines import check_retry_budget, guarded_stream
+from .deadlines import check_retry_budget, guarded_stream, within_deadline
 from .errors import (
     ContextOverflowError,
     LimitExceeded,
@@ -124,9 +124,6 @@ class Run:
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         self.guard.start()
         observers = self.s.observers
-        # Every nested generator is closed by its caller (aclosing), innermost first: a
-        # consumer that stops iterating and calls aclose() gets its open calls answered
-        # before aclose() returns.
         with self.scope:
             async with contextlib.aclosing(self._loop()) as loop:
                 async for event in loop:
@@ -257,13 +254,7 @@ class Run:
             request = self._request()
             try:
                 response: ModelResponse | None = None
-                stream = guarded_stream(
-                    self.s.provider.stream(request),
-                    idle_timeout=self.s.limits.stream_idle_timeout_s,
-                    remaining=guard.remaining,
-                    on_deadline=guard.deadline_error,
-                    provider=self.s.provider.name,
-                )
+                stream = guarded_stream(self.s.provider, request, guard)
                 async with contextlib.aclosing(stream):
                     with self.scope.interruptible():
                         async for event in stream:
@@ -299,20 +290,13 @@ class Run:
 
     def _retry_delay(self, attempt: int, error: ProviderError, started: float) -> float:
         """Seconds to wait before trying again after ``error``; re-raises it if it may not
-        be retried (not retryable, attempts used up, cancelled, past the wall time or the
-        call's retry budget)."""
+        be retried (not retryable, out of attempts, cancelled, past wall time or budget)."""
         delay = self.s.retry.delay(attempt, error) if error.retryable else None
         if delay is None:
             raise error
         self.scope.check()
         self.guard.check_retry_wait(delay, error)
-        check_retry_budget(
-            error,
-            delay=delay,
-            started=started,
-            budget=self.s.limits.retry_budget_s,
-            attempts=attempt,
-        )
+        check_retry_budget(error, delay, started, self.s.limits.retry_budget_s, attempt)
         self.retries += 1
         return delay
 
@@ -417,14 +401,9 @@ class Run:
             reported_messages=self.reported_messages,
             force=force,
         )
-        try:
-            with self.scope.interruptible():
-                async with asyncio.timeout(self.guard.remaining()):
-                    outcome = await s.compaction.compact(context)
-        except TimeoutError:
-            if not self.guard.expired():
-                raise
-            raise self.guard.deadline_error() from None
+        with self.scope.interruptible():
+            async with within_deadline(self.guard):
+                outcome = await s.compaction.compact(context)
         if outcome is None:
             return
         before = len(messages)
