@@ -16,7 +16,7 @@ from .compaction import CompactionStrategy
 from .config import Config, LimitsConfig, load_config
 from .depth import check_run_depth
 from .errors import ConfigError, TetherError
-from .events import Done, RunEvent
+from .events import Compaction, Done, RunEvent
 from .messages import Block, ImageBlock, Message, TextBlock
 from .plugins import PluginManager
 from .provider import Provider, ThinkingConfig
@@ -25,7 +25,13 @@ from .result import RunResult
 from .retry import RetryPolicy
 from .runner import Run, RunSettings
 from .scrub import install_log_scrubbing
-from .sessions import AnySession, InMemorySession, SessionBackend, close_session
+from .sessions import (
+    AnySession,
+    InMemorySession,
+    SessionBackend,
+    close_session,
+    replace_messages,
+)
 from .tools import Tool, Toolset, as_tool
 
 __all__ = ["Agent"]
@@ -194,6 +200,45 @@ class Agent:
             return asyncio.run(self.run(prompt, **kwargs))
         raise RuntimeError(
             "run_sync() cannot be called from a running event loop; use `await agent.run(...)`."
+        )
+
+    async def compact(self, session: AnySession | None = None) -> Compaction | None:
+        """Compact ``session``'s history now with the agent's compaction strategy, as the
+        runner does when the context fills up (forced: whatever the history's size).
+
+        Returns the :class:`~tether.events.Compaction` event, or ``None`` when the strategy
+        had nothing to do (a short history, or strategy ``none``). The invariant holds: the
+        strategy cuts only at clean boundaries.
+        """
+        from .compaction.base import CompactionContext
+
+        settings = self._run_settings()
+        target = session or await self.named_session()
+        if target is None:
+            raise TetherError("Agent.compact() needs a session: pass one or give the agent one.")
+        messages = list(target.messages)
+        outcome = await settings.compaction.compact(
+            CompactionContext(
+                messages=messages,
+                system=settings.system or "",
+                tools=settings.tool_definitions,
+                provider=settings.provider,
+                model=settings.model,
+                capabilities=settings.capabilities,
+                session_id=target.id,
+                force=True,
+            )
+        )
+        if outcome is None:
+            return None
+        await replace_messages(target, outcome.messages)
+        self._system_by_session.pop(target.id, None)
+        return Compaction(
+            strategy=settings.compaction.name,
+            tokens_before=outcome.tokens_before,
+            tokens_after=outcome.tokens_after,
+            messages_before=len(messages),
+            messages_after=len(outcome.messages),
         )
 
     async def aclose(self) -> None:

@@ -19,6 +19,9 @@ Rules of the fake model, on the last user message:
 ``loop``         calls ``add(a=1, b=1)`` forever (for the max-turns limit)
 ``refuse``       refuses
 ``history``      answers with the number of messages it was sent
+``roles``        answers with the roles of the messages it was sent, in order
+``markdown``     answers with a Markdown heading, bold text and a list
+``stall``        streams "Partial answer" and then never finishes (for Ctrl-C tests)
 anything else    answers ``You said: <text>``
 """
 
@@ -26,13 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 
 import click
 
 import tether
 from tether.errors import AuthenticationError
+from tether.events import TextDelta
 from tether.messages import StopReason, Usage
-from tether.provider import ModelCapabilities, ModelInfo, ModelRequest, Pricing
+from tether.provider import ModelCapabilities, ModelInfo, ModelRequest, Pricing, ProviderEvent
 from tether.registry import CommandRegistrar, ProviderRegistrar, ToolRegistrar
 from tether.testing import Reply, ScriptedProvider, call
 
@@ -43,6 +48,9 @@ CAPABILITIES = ModelCapabilities(
     thinking=True,
     pricing=Pricing(input=1.0, output=2.0),
 )
+
+
+MARKDOWN = "# Result\n\nThe answer is **42**.\n\n- first\n- second\n"
 
 
 def respond(request: ModelRequest) -> Reply:
@@ -64,6 +72,10 @@ def respond(request: ModelRequest) -> Reply:
         return Reply(tool_calls=[call("add", a=1, b=1)])
     if text == "refuse":
         return Reply(text="", stop_reason=StopReason.REFUSAL)
+    if text == "roles":
+        return Reply(text="Roles: " + ", ".join(m.role for m in request.messages))
+    if text == "markdown":
+        return Reply(text=MARKDOWN, chunk=7)
     if text == "history":
         return Reply(text=f"I was sent {len(request.messages)} messages.")
     return Reply(text=f"You said: {text}")
@@ -95,6 +107,16 @@ class FakeModel(ScriptedProvider):
             ModelInfo("fake-small", CAPABILITIES, aliases=("small",)),
             ModelInfo("fake-large", ModelCapabilities(context_window=200_000, vision=True)),
         )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        last = request.messages[-1]
+        if last.role == "user" and last.text.strip() == "stall":
+            self.requests.append(request)
+            yield TextDelta("Partial ")
+            yield TextDelta("answer")
+            await asyncio.Event().wait()
+        async for event in super().stream(request):
+            yield event
 
     async def validate_auth(self) -> None:
         if not os.environ.get(KEY):

@@ -11,9 +11,16 @@ subprocesses. A test module tunes it by overriding the small fixtures it depends
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
 import queue
+import re
+import struct
+import subprocess
+import termios
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -115,3 +122,141 @@ class LineReader:
 def line_reader() -> type[LineReader]:
     """:class:`LineReader`, for tests that watch a subprocess's output as it arrives."""
     return LineReader
+
+
+_CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
+
+
+def screen_lines(raw: str) -> list[str]:
+    """What a terminal shows after ``raw`` was written to it: carriage returns, line
+    erasing and cursor-up redraws applied, colours and other escapes dropped, trailing
+    spaces and empty last lines removed. Enough for rich's live redraws."""
+    lines = [""]
+    row = col = 0
+    position = 0
+    while position < len(raw):
+        match = _CSI.match(raw, position)
+        if match is not None:
+            params, command = match.groups()
+            if command == "A":
+                row = max(0, row - int(params or 1))
+            elif command == "K":
+                lines[row] = "" if params == "2" else lines[row][:col]
+            elif command == "G":
+                col = int(params or 1) - 1
+            position = match.end()
+            continue
+        char = raw[position]
+        position += 1
+        if char == "\r":
+            col = 0
+        elif char == "\n":
+            row += 1
+            col = 0
+            if row == len(lines):
+                lines.append("")
+        elif char == "\x1b" or char in "\x07\b":
+            continue
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + char + line[col + 1 :]
+            col += 1
+    result = [line.rstrip() for line in lines]
+    while result and not result[-1]:
+        result.pop()
+    return result
+
+
+@pytest.fixture
+def screen() -> Callable[[str], list[str]]:
+    """:func:`screen_lines`: the lines a terminal shows after some output."""
+    return screen_lines
+
+
+class Terminal:
+    """A process attached to a pseudo-terminal, as a user's shell would start it: stdin,
+    stdout and stderr are the terminal, which is its controlling terminal (so Ctrl-C typed
+    as ``\x03`` sends SIGINT to it). Output is collected on a thread."""
+
+    def __init__(self, argv: list[str], *, columns: int = 80) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+        env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES="24")
+        self.process = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(slave)
+        self.master = master
+        self._raw = bytearray()
+        self._changed = threading.Condition()
+        self._done = False
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                chunk = b""
+            with self._changed:
+                if not chunk:
+                    self._done = True
+                    self._changed.notify_all()
+                    return
+                self._raw += chunk
+                self._changed.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self._changed:
+            return self._raw.decode("utf-8", "replace")
+
+    def expect(self, marker: str, *, after: int = 0) -> int:
+        """Wait until ``marker`` appears in the output (at or after offset ``after``);
+        returns the offset just past it. Fails after a minute or at end of output."""
+        with self._changed:
+            while True:
+                text = self._raw.decode("utf-8", "replace")
+                found = text.find(marker, after)
+                if found >= 0:
+                    return found + len(marker)
+                assert not self._done, f"ended before {marker!r} appeared:\n{text}"
+                assert self._changed.wait(timeout=60), f"no {marker!r} in a minute:\n{text}"
+
+    def send(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def wait(self) -> int:
+        """The exit status, once the process ended and its output is read."""
+        status = self.process.wait(timeout=60)
+        with self._changed:
+            while not self._done:
+                assert self._changed.wait(timeout=60), "the terminal was never closed"
+        return status
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=60)
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal() -> Iterator[Callable[..., Terminal]]:
+    """``terminal(*argv)``: start ``argv`` in a pseudo-terminal (killed at the end)."""
+    started: list[Terminal] = []
+
+    def start(*argv: str, columns: int = 80) -> Terminal:
+        started.append(Terminal(list(argv), columns=columns))
+        return started[-1]
+
+    yield start
+    for term in started:
+        term.close()

@@ -146,3 +146,61 @@ def test_ctrl_c_cancels_only_the_current_response_and_keeps_the_session_valid(
     result = next(r for m in messages for r in m.tool_results if r.call_id == call.id)
     assert result.is_error and "Interrupted" in result.text
     assert messages[-1].text == "You said: hello again"
+
+
+def test_slash_commands_are_handled_by_the_chat_and_never_reach_the_model(
+    chat: Callable[..., Result], cli_environment: Path
+) -> None:
+    import cli_fake_model
+
+    before = len(cli_fake_model.INSTANCES)
+    lines = [
+        "hello",
+        "/help",
+        "/tools",
+        "/cost",
+        "/model fake/fake-large",
+        "/bogus",
+        "/save transcript.md",
+        "roles",
+        "//not a command",
+        "/clear",
+        "history",
+    ]
+    result = chat("--session", "slash", input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.stderr
+    assert "/compact" in result.stderr and "/save [FILE]" in result.stderr  # /help
+    assert "add: Add two integers." in result.stderr  # /tools
+    assert "This chat: 1 responses, 1,000 in / 500 out tokens, $0.0020." in result.stderr
+    assert "Model: fake/fake-large." in result.stderr
+    assert "Unknown command /bogus. /help lists the commands." in result.stderr
+    assert "History cleared (6 messages)" in result.stderr
+    # "roles" saw only the earlier exchange: no slash command was ever sent
+    assert "Roles: user, assistant, user" in result.stdout
+    assert "You said: /not a command" in result.stdout
+    assert "I was sent 1 messages." in result.stdout  # after /clear
+
+    requests = [r for p in cli_fake_model.INSTANCES[before:] for r in p.requests]
+    sent = [m.text for r in requests for m in r.messages if m.role == "user"]
+    assert not any(text.startswith("/") and not text.startswith("/not") for text in sent)
+    assert [r.model for r in requests] == ["fake-small", "fake-large", "fake-large", "fake-large"]
+    saved = (cli_environment / "transcript.md").read_text()
+    assert saved.startswith("**you**\n\nhello\n\n**assistant**\n\nYou said: hello")
+
+
+def test_resuming_shows_the_last_exchanges(chat: Callable[..., Result]) -> None:
+    chat("--session", "again", input="first\nsecond\n")
+    resumed = chat("--session", "again", input="")
+    assert "you: first" in resumed.stderr and "assistant: You said: second" in resumed.stderr
+
+
+def test_slash_compact_compacts_the_history_now(
+    chat: Callable[..., Result], cli_environment: Path
+) -> None:
+    config = cli_environment / "tether-test.toml"
+    config.write_text(config.read_text() + '[compaction]\nstrategy = "truncate"\n')
+    result = chat("--session", "long", input="one\ntwo\nthree\nfour\n/compact\nhistory\n")
+    assert result.exit_code == 0, result.stderr
+    assert "[compaction] truncate:" in result.stderr
+    stored = load_session_file(session_file(cli_environment, "long")).messages
+    assert len(stored) < 10  # 8 messages before /compact, 2 more after

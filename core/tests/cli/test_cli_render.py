@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 
 from rich.console import Console
 
@@ -109,11 +110,28 @@ def test_rich_shows_text_dimmed_thinking_tools_errors_in_red_and_a_usage_line() 
     assert BOLD_RED in err and "Error: The provider rejected the key. Set ACME_API_KEY." in err
 
 
-def test_rich_starts_tool_lines_on_a_fresh_line_after_streamed_text() -> None:
+def test_rich_starts_tool_lines_on_a_fresh_line_after_streamed_text(
+    screen: Callable[[str], list[str]],
+) -> None:
     out, _ = rich_output([TextDelta("Let me look."), ToolStart("c1", "grep", {"pattern": "x"})])
-    plain = out.replace("\x1b[0m", "")
-    assert "Let me look.\n" in plain
-    assert "grep" in plain.split("Let me look.\n", 1)[1]
+    assert screen(out) == ["Let me look.", '⏺ grep(pattern="x")']
+
+
+def test_rich_renders_the_answer_as_markdown_block_by_block(
+    screen: Callable[[str], list[str]],
+) -> None:
+    deltas = ["# Plan\n\nUse **uv", "** to install.\n\n- one\n", "- two\n\n```py\nx = 1\n", "```\n"]
+    out, _ = rich_output([TextDelta(d) for d in deltas])
+    shown = screen(out)
+    assert [line.strip() for line in shown if line.strip()] == [
+        "Plan",
+        "Use uv to install.",
+        "• one",
+        "• two",
+        "x = 1",
+    ]
+    assert "\x1b[1muv\x1b[0m" in out  # bold, not asterisks
+    assert "**" not in "".join(shown) and "```" not in "".join(shown)
 
 
 def test_plain_keeps_stdout_to_the_answer_and_activity_on_stderr() -> None:
@@ -145,7 +163,9 @@ def test_a_tool_still_running_when_the_run_ends_is_shown_as_interrupted() -> Non
     assert "slow_search" in rich_out and ": interrupted" in rich_out
 
 
-def test_rich_moves_to_a_fresh_line_after_ctrl_c_is_echoed() -> None:
+def test_rich_moves_to_a_fresh_line_after_ctrl_c_is_echoed(
+    screen: Callable[[str], list[str]],
+) -> None:
     out = io.StringIO()
     renderer = RichRenderer(
         Console(file=out, force_terminal=True, width=80), Console(file=io.StringIO())
@@ -153,9 +173,7 @@ def test_rich_moves_to_a_fresh_line_after_ctrl_c_is_echoed() -> None:
     renderer.event(TextDelta("Half an ans"))
     renderer.interrupted()
     renderer.notice("Cancelled.")
-    assert (
-        out.getvalue().replace("\x1b[2m", "").replace("\x1b[0m", "") == "Half an ans\nCancelled.\n"
-    )
+    assert screen(out.getvalue()) == ["Half an ans", "Cancelled."]
 
 
 def test_json_writes_one_parseable_object_per_event() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import os
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -256,10 +257,29 @@ class TetherGroup(click.Group):
 
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (`tether run ... | head`): what it wanted was written.
+            _drop_closed_outputs()
+            ctx.exit(0)
         except TetherError as exc:
             if _state(ctx).debug:
                 sys.stderr.write(format_exception(exc))
             raise TetherCommandError(str(exc)) from exc
+
+
+def _drop_closed_outputs() -> None:
+    """Point stdout/stderr whose reader has gone at /dev/null, so the buffered rest (and
+    the interpreter's flush at exit) neither fails nor prints a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                continue
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:

@@ -3,15 +3,19 @@
 The session lives in the configured session store (``[sessions] store``; by default a
 :class:`~tether.sessions.JsonlSession` in ``<data dir>/sessions/NAME.jsonl``), so quitting
 and running ``tether chat --session NAME`` again continues where it stopped; damage left
-by a crash is repaired on load and reported. Ctrl-C while a response streams cancels
-that response only (unfinished tool calls are recorded as interrupted, so the history
-stays valid) and the prompt comes back; Ctrl-D or ``/exit`` ends the chat.
+by a crash is repaired on load and reported, and the last exchanges are shown. Ctrl-C
+while a response streams cancels that response only (unfinished tool calls are recorded
+as interrupted, so the history stays valid, and the text streamed so far is kept, marked
+interrupted) and the prompt comes back; Ctrl-D or ``/exit`` ends the chat. Lines starting
+with ``/`` are commands (``/help``, ``/model``, ``/tools``, ``/clear``, ``/compact``,
+``/cost``, ``/save``) handled by the chat, never sent to the model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
@@ -26,6 +30,7 @@ from .run import (
     report_error,
     stream_run,
 )
+from .slash import Conversation
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -34,8 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["chat"]
 
-EXIT_WORDS = frozenset({"/exit", "/quit"})
 PROMPT = "> "
+RECENT_TURNS = 3
+"""How many of the last exchanges are shown when a session is resumed."""
 
 
 def read_line(prompt: str) -> str | None:
@@ -49,38 +55,84 @@ def read_line(prompt: str) -> str | None:
 def _greeting(name: str, session: AnySession) -> str:
     count = len(session.messages)
     opening = f'Resumed session "{name}" ({count} messages).' if count else f'New session "{name}".'
-    return f"{opening} Ctrl-C stops a response; Ctrl-D or /exit quits."
+    return f"{opening} /help lists commands; Ctrl-C stops a response; Ctrl-D or /exit quits."
 
 
-def converse(state: CliState, agent: Agent, name: str, renderer: Renderer) -> None:
+def recent_turns(session: AnySession, turns: int = RECENT_TURNS, width: int = 300) -> list[str]:
+    """The last ``turns`` exchanges as short lines (``you: ...``, ``assistant: ...``)."""
+    lines: list[str] = []
+    seen = 0
+    for message in reversed(session.messages):
+        if message.role not in ("user", "assistant") or not message.text.strip():
+            continue
+        text = " ".join(message.text.split())
+        text = text if len(text) <= width else text[: width - 1] + "…"
+        lines.append(f"{'you' if message.role == 'user' else 'assistant'}: {text}")
+        if message.role == "user":
+            seen += 1
+            if seen == turns:
+                break
+    return lines[::-1]
+
+
+def converse(
+    state: CliState,
+    owner: Agent,
+    name: str,
+    renderer: Renderer,
+    build: Callable[[str, AnySession], Agent],
+) -> None:
     """The read-respond loop, on one event loop for the whole chat (so a provider's HTTP
     client and a session store's connections live across turns). The session ``name`` is
-    opened in the configured store (``[sessions] store``) before the first prompt."""
+    opened in the configured store (``[sessions] store``) by ``owner`` before the first
+    prompt; ``/model`` runs later prompts through agents made by ``build(model, session)``
+    on that same session (given as an object, so they never close it).
+    Lines starting with ``/`` are slash commands (:mod:`tether.cli.slash`)."""
     from ..errors import TetherError
+    from .slash import handle
 
     with asyncio.Runner() as runner:
-        existed = runner.run(agent.session_store().exists(name))
+        existed = runner.run(owner.session_store().exists(name))
+        chat: Conversation | None = None
         try:
-            session = runner.run(agent.named_session())
+            session = runner.run(owner.named_session())
             assert session is not None
             report = getattr(session, "repair_report", None)
             if report:
                 renderer.notice(f'Session "{name}" was repaired on load: {report.summary()}.')
             renderer.notice(_greeting(name, session))
-            runner.run(check_provider(agent))
+            for line in recent_turns(session):
+                renderer.notice(line)
+            runner.run(check_provider(owner))
+            chat = Conversation(
+                state=state,
+                agent=owner,
+                session=session,
+                name=name,
+                renderer=renderer,
+                build=lambda model: build(model, session),
+            )
             while True:
                 try:
-                    line = read_line(PROMPT)
+                    entered = read_line(PROMPT)
                 except KeyboardInterrupt:
                     renderer.interrupted()
                     renderer.notice("(Ctrl-D or /exit quits)")
                     continue
-                if line is None or line.strip() in EXIT_WORDS:
+                if entered is None:
                     break
+                line = entered
                 if not line.strip():
                     continue
                 try:
-                    result = runner.run(stream_run(agent, line, renderer))
+                    if line.startswith("/") and not line.startswith("//"):
+                        if not runner.run(handle(chat, line)):
+                            break
+                        continue
+                    prompt = line[1:] if line.startswith("//") else line
+                    result = runner.run(stream_run(chat.agent, prompt, renderer, session=session))
+                    if result is not None:
+                        chat.runs.append(result)
                     exit_status(result, renderer)
                 except KeyboardInterrupt:
                     renderer.interrupted()
@@ -88,9 +140,11 @@ def converse(state: CliState, agent: Agent, name: str, renderer: Renderer) -> No
                 except TetherError as exc:
                     report_error(state, renderer, exc)
         finally:
-            runner.run(agent.aclose())
+            if chat is not None and chat.agent is not owner:
+                runner.run(chat.agent.aclose())
+            runner.run(owner.aclose())
             if not existed:
-                runner.run(_drop_if_empty(agent, name))
+                runner.run(_drop_if_empty(owner, name))
 
 
 async def _drop_if_empty(agent: Agent, name: str) -> None:
@@ -131,20 +185,24 @@ def chat(
     """Talk with an agent in a named session that survives restarts.
 
     Sessions are kept in the data directory (TETHER_DATA_DIR, or `data_dir` in
-    tether.toml). Ctrl-C stops the current response; Ctrl-D or /exit quits.
+    tether.toml). Ctrl-C stops the current response; Ctrl-D or /exit quits; /help lists
+    the chat's own commands.
     """
     from .render import make_renderer
 
     renderer = make_renderer()
-    agent = build_agent(
-        state,
-        model=model,
-        system=system,
-        tools=parse_tool_names(tools),
-        max_turns=max_turns,
-        session=session_name,
-    )
-    converse(state, agent, session_name, renderer)
+
+    def build(chosen: str | None, session: AnySession | str) -> Agent:
+        return build_agent(
+            state,
+            model=chosen,
+            system=system,
+            tools=parse_tool_names(tools),
+            max_turns=max_turns,
+            session=session,
+        )
+
+    converse(state, build(model, session_name), session_name, renderer, build)
     renderer.finish_line()
     if sys.stdin.isatty():
         click.echo()

@@ -3,7 +3,7 @@
 Three renderers share one small interface (:class:`Renderer`):
 
 - :class:`RichRenderer` (stdout is a terminal): the answer streams as it arrives,
-  reasoning is dimmed, each tool call is shown with its name and a summary of its
+  rendered as Markdown (headings, emphasis, lists, code), reasoning is dimmed, each tool call is shown with its name and a summary of its
   arguments, and its end with a check mark or, in red, the error; retries and
   compactions are noted; a dim line with turns, tool calls, tokens, cost and time ends
   the run. Errors go to stderr in red.
@@ -251,6 +251,76 @@ class PlainRenderer:
 
 
 # -- rich ------------------------------------------------------------------------------------
+def split_finished_blocks(text: str) -> tuple[str, str]:
+    """``(finished, rest)``: the Markdown blocks of ``text`` that a blank line outside a
+    code fence has closed, and the block still being written."""
+    boundary = 0
+    in_fence = False
+    position = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        position += len(line)
+        if not stripped and not in_fence and line.endswith("\n"):
+            boundary = position
+    return text[:boundary], text[boundary:]
+
+
+class MarkdownStream:
+    """Streams Markdown to a terminal: each block (paragraph, list, code fence, ...) is
+    shown rendered while it is written, redrawn as it grows, and left in place once a
+    blank line closes it. Only the open block is redrawn, so long answers never scroll
+    a redraw off the screen."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.buffer = ""
+        self._live: Any = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.buffer) or self._live is not None
+
+    def feed(self, text: str) -> None:
+        self.buffer += text
+        finished, rest = split_finished_blocks(self.buffer)
+        if finished.strip():
+            self._show(finished, final=True)
+        if finished:
+            self.buffer = rest
+        if self.buffer.strip():
+            self._show(self.buffer, final=False)
+
+    def close(self) -> None:
+        """Leave the open block rendered as it is and stop redrawing."""
+        if self.buffer.strip():
+            self._show(self.buffer, final=True)
+        elif self._live is not None:
+            self._live.stop()
+            self._live = None
+        self.buffer = ""
+
+    def _show(self, text: str, *, final: bool) -> None:
+        from rich.live import Live
+        from rich.markdown import Markdown
+
+        if self._live is None:
+            self._live = Live(
+                console=self.console,
+                auto_refresh=False,
+                transient=False,
+                vertical_overflow="visible",
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+        self._live.update(Markdown(text.strip("\n")), refresh=True)
+        if final:
+            self._live.stop()
+            self._live = None
+
+
 class RichRenderer:
     """Colourful, streaming output for a terminal (see the module docstring)."""
 
@@ -262,6 +332,7 @@ class RichRenderer:
         self._streamed_text = False
         self._model: str | None = None
         self._running: dict[str, str] = {}
+        self._markdown = MarkdownStream(console)
 
     def _stream(self, text: str, style: str | None = None) -> None:
         if text:
@@ -279,7 +350,7 @@ class RichRenderer:
             if self._in_thinking:
                 self.finish_line()
                 self._in_thinking = False
-            self._stream(event.text)
+            self._markdown.feed(event.text)
             self._streamed_text = self._streamed_text or bool(event.text)
         elif isinstance(event, ThinkingDelta):
             self._in_thinking = True
@@ -356,11 +427,15 @@ class RichRenderer:
         self.error_console.print(Text(f"Error: {message}", style="bold red"), highlight=False)
 
     def finish_line(self) -> None:
+        self._markdown.close()
         if self._open_line:
             self.console.out("")
             self._open_line = False
 
     def interrupted(self) -> None:
         # The terminal echoed "^C" where the cursor was: continue on a fresh line.
-        self.console.out("")
+        if self._markdown.active:
+            self._markdown.close()
+        else:
+            self.console.out("")
         self._open_line = False

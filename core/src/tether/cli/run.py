@@ -23,7 +23,7 @@ from ..scrub import format_exception
 from . import CliState, pass_state
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from ..agent import Agent, Prompt
     from ..errors import TetherError
     from ..result import RunResult
     from ..sessions import AnySession
@@ -140,27 +140,50 @@ async def check_provider(agent: Agent) -> None:
 
 
 async def stream_run(
-    agent: Agent, prompt: str, renderer: Renderer, *, session: AnySession | str | None = None
+    agent: Agent,
+    prompt: Prompt,
+    renderer: Renderer,
+    *,
+    session: AnySession | str | None = None,
 ) -> RunResult | None:
     """Run ``prompt``, showing every event; returns the result, or ``None`` if the run
     was interrupted by a second Ctrl-C.
 
     The first Ctrl-C cancels the run through a :class:`~tether.CancelToken`: the runner
     stops streaming, answers unfinished tool calls as interrupted (so the session stays
-    consistent) and ends with outcome ``cancelled``. A second Ctrl-C falls back to
-    asyncio's own handling (cancel the task, then ``KeyboardInterrupt``).
+    consistent) and ends with outcome ``cancelled``; the text streamed so far is kept in
+    ``session`` as an interrupted answer (:mod:`tether.cli.interrupted`). A second Ctrl-C
+    falls back to asyncio's own handling (cancel the task, then ``KeyboardInterrupt``).
     """
     from ..cancel import CancelToken
     from ..events import Done
+    from ..result import Outcome
+    from .interrupted import PartialAnswer, keep_interrupted_answer
 
     token = CancelToken()
     restore = _cancel_on_sigint(token, renderer)
     result: RunResult | None = None
+    partial = PartialAnswer()
     try:
-        async for event in agent.stream(prompt, session=session, cancel=token):
-            renderer.event(event)
-            if isinstance(event, Done):
-                result = event.result
+        events = agent.stream(prompt, session=session, cancel=token)
+        try:
+            async for event in events:
+                if isinstance(event, Done):
+                    result = event.result
+                    if result.outcome is Outcome.CANCELLED:
+                        target = None if isinstance(session, str) else session
+                        target = target or await agent.named_session()
+                        if target is not None:
+                            await keep_interrupted_answer(
+                                target, partial.text, str(agent.model_ref)
+                            )
+                else:
+                    partial.see(event)
+                renderer.event(event)
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:  # a renderer error (a closed pipe) must end the run here
+                await close()
     finally:
         restore()
         renderer.finish_line()
