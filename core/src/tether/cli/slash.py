@@ -37,6 +37,12 @@ class Conversation:
     build: Callable[[str], Agent]
     """Builds an agent for another model, with the chat's other options."""
     runs: list[RunResult] = field(default_factory=list)
+    owner: Agent | None = None
+    """The agent that opened the session (closed by the chat at the end); ``agent`` at first."""
+
+    def __post_init__(self) -> None:
+        if self.owner is None:
+            self.owner = self.agent
 
     def usage(self) -> tuple[Usage, float | None]:
         """Tokens and dollars of this chat's runs (cost ``None`` when unpriced)."""
@@ -84,7 +90,8 @@ async def _model(chat: Conversation, argument: str) -> bool:
     except TetherError as exc:
         chat.renderer.error(f"{exc} Still using {chat.agent.model_ref}.")
         return True
-    await chat.agent.aclose()
+    if chat.agent is not chat.owner:  # the owner keeps the session open until the end
+        await chat.agent.aclose()
     chat.agent = agent
     chat.renderer.notice(f"Model: {agent.model_ref}.")
     return True
