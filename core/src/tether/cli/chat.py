@@ -88,9 +88,6 @@ def converse(
     prompt; ``/model`` runs later prompts through agents made by ``build(model, session)``
     on that same session (given as an object, so they never close it).
     Lines starting with ``/`` are slash commands (:mod:`tether.cli.slash`)."""
-    from ..errors import TetherError
-    from .slash import handle
-
     with asyncio.Runner() as runner:
         existed = runner.run(owner.session_store().exists(name))
         chat: Conversation | None = None
@@ -112,39 +109,47 @@ def converse(
                 renderer=renderer,
                 build=lambda model: build(model, session),
             )
-            while True:
-                try:
-                    entered = read_line(PROMPT)
-                except KeyboardInterrupt:
-                    renderer.interrupted()
-                    renderer.notice("(Ctrl-D or /exit quits)")
-                    continue
-                if entered is None:
-                    break
-                line = entered
-                if not line.strip():
-                    continue
-                try:
-                    if line.startswith("/") and not line.startswith("//"):
-                        if not runner.run(handle(chat, line)):
-                            break
-                        continue
-                    prompt = line[1:] if line.startswith("//") else line
-                    result = runner.run(stream_run(chat.agent, prompt, renderer, session=session))
-                    if result is not None:
-                        chat.runs.append(result)
-                    exit_status(result, renderer)
-                except KeyboardInterrupt:
-                    renderer.interrupted()
-                    renderer.notice("Cancelled.")
-                except TetherError as exc:
-                    report_error(state, renderer, exc)
+            while _respond(chat, runner):
+                pass
         finally:
             if chat is not None and chat.agent is not owner:
                 runner.run(chat.agent.aclose())
             runner.run(owner.aclose())
             if not existed:
                 runner.run(_drop_if_empty(owner, name))
+
+
+def _respond(chat: Conversation, runner: asyncio.Runner) -> bool:
+    """Read one line and act on it: a slash command, or a prompt for the model. Returns
+    ``False`` when the chat should end (Ctrl-D, ``/exit``)."""
+    from ..errors import TetherError
+    from .slash import handle
+
+    renderer = chat.renderer
+    try:
+        entered = read_line(PROMPT)
+    except KeyboardInterrupt:
+        renderer.interrupted()
+        renderer.notice("(Ctrl-D or /exit quits)")
+        return True
+    if entered is None:
+        return False
+    if not entered.strip():
+        return True
+    try:
+        if entered.startswith("/") and not entered.startswith("//"):
+            return runner.run(handle(chat, entered))
+        prompt = entered[1:] if entered.startswith("//") else entered
+        result = runner.run(stream_run(chat.agent, prompt, renderer, session=chat.session))
+        if result is not None:
+            chat.runs.append(result)
+        exit_status(result, renderer)
+    except KeyboardInterrupt:
+        renderer.interrupted()
+        renderer.notice("Cancelled.")
+    except TetherError as exc:
+        report_error(chat.state, renderer, exc)
+    return True
 
 
 async def _drop_if_empty(agent: Agent, name: str) -> None:

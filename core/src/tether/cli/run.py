@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..errors import TetherError
     from ..result import RunResult
     from ..sessions import AnySession
+    from .model_choice import ModelChoice
     from .render import Renderer
 
 __all__ = ["build_agent", "check_provider", "exit_status", "run", "stream_run"]
@@ -87,7 +88,6 @@ def build_agent(
     chosen one cannot be resolved; the message names where the model came from.
     """
     from ..agent import Agent
-    from ..errors import ConfigError, UnknownProviderError
     from .model_choice import choose_model
 
     config = state.config()
@@ -118,19 +118,26 @@ def build_agent(
         plugins=state.plugin_objects(),
     )
     if choice.source != "-m":
-        try:
-            agent.model_ref  # noqa: B018 - resolved now, so an error can name the model's source
-        except UnknownProviderError as exc:
-            raise UnknownProviderError(
-                f"{exc} (The model {choice.model!r} comes from {choice.source}.)",
-                name=exc.name,
-                installed=exc.installed,
-            ) from exc
-        except ConfigError as exc:
-            raise ConfigError(
-                f"{exc} (The model {choice.model!r} comes from {choice.source}.)"
-            ) from exc
+        _resolve_naming_source(agent, choice)
     return agent
+
+
+def _resolve_naming_source(agent: Agent, choice: ModelChoice) -> None:
+    """Resolve the agent's model now, so an error can say where the model came from."""
+    from ..errors import ConfigError, UnknownProviderError
+
+    try:
+        agent.model_ref  # noqa: B018
+    except UnknownProviderError as exc:
+        raise UnknownProviderError(
+            f"{exc} (The model {choice.model!r} comes from {choice.source}.)",
+            name=exc.name,
+            installed=exc.installed,
+        ) from exc
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc} (The model {choice.model!r} comes from {choice.source}.)"
+        ) from exc
 
 
 async def check_provider(agent: Agent) -> None:
