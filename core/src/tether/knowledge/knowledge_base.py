@@ -28,6 +28,7 @@ from .backend import DocumentInfo, KnowledgeBackend
 from .chunking import Chunk, Chunker
 from .embedders import Embedder, load_embedder
 from .fusion import FusionMethod, Passage, fuse
+from .passages import merge_passages
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -52,6 +53,8 @@ KB_SETTINGS = (
     "vector_weight",
     "min_score",
     "depth",
+    "max_per_document",
+    "chunk_context",
 )
 
 
@@ -79,6 +82,9 @@ class KnowledgeBase:
     :param min_score: fused scores below this are dropped.
     :param depth: how many results each ranking contributes, at least; a search for
         ``k`` passages fuses ``max(depth, 4 k)`` from each.
+    :param max_per_document: at most this many passages of one document in a search
+        result (``None``: no cap). Overlapping or adjacent chunks of a document are
+        merged into one passage first (see :mod:`tether.knowledge.passages`).
     :param batch_size: texts per embedder call.
     """
 
@@ -94,6 +100,7 @@ class KnowledgeBase:
         vector_weight: float = 1.0,
         min_score: float = 0.0,
         depth: int = 50,
+        max_per_document: int | None = 2,
         batch_size: int = 64,
     ) -> None:
         self.backend = backend
@@ -110,6 +117,12 @@ class KnowledgeBase:
         self.vector_weight = vector_weight
         self.min_score = min_score
         self.depth = depth
+        if max_per_document is not None and max_per_document < 1:
+            raise ConfigError(
+                f"max_per_document must be at least 1 (or unset for no cap), got "
+                f"{max_per_document}."
+            )
+        self.max_per_document = max_per_document
         self.batch_size = batch_size
         self._checked = False
         if embedder is None:
@@ -157,6 +170,7 @@ class KnowledgeBase:
             max_chars=int(options.pop("chunk_max_chars", 1500)),
             max_lines=int(options.pop("chunk_max_lines", 60)),
             overlap_lines=int(options.pop("chunk_overlap_lines", 3)),
+            context=bool(options.pop("chunk_context", True)),
         )
         return cls(store, model, chunker=chunker, **options)
 
@@ -173,8 +187,7 @@ class KnowledgeBase:
     # -- writing ----------------------------------------------------------------------
     def content_hash(self, text: str) -> str:
         """Hash of ``text`` and the chunking settings: equal hashes mean equal chunks."""
-        c = self.chunker
-        header = f"{c.max_chars}/{c.max_lines}/{c.overlap_lines}\n".encode()
+        header = f"{self.chunker.signature}\n".encode()
         return hashlib.sha256(header + text.encode("utf-8", "surrogatepass")).hexdigest()
 
     async def add(self, doc_id: str, text: str, *, force: bool = False) -> AddOutcome:
@@ -218,6 +231,9 @@ class KnowledgeBase:
     ) -> list[Passage]:
         """The ``k`` best passages for ``query``, best first.
 
+        Overlapping or adjacent chunks of one document come back merged into one
+        passage, and no document holds more than ``max_per_document`` of the ``k``.
+
         ``mode="keyword"`` or ``"vector"`` ranks by one signal alone (still through the
         fusion, so scores stay comparable). Without an embedder, ``hybrid`` falls back to
         keywords and every passage has ``keyword_only=True``; ``vector`` is an error.
@@ -240,10 +256,10 @@ class KnowledgeBase:
             await self._check_embedder()
             query_vector = _unit(await self.embedder.embed_query(query))
             vector = await asyncio.to_thread(self.backend.vector_search, query_vector, depth)
-        return fuse(
+        fused = fuse(
             keyword,
             vector,
-            k=k,
+            k=len(keyword) + len(vector),
             rrf_k=self.rrf_k,
             keyword_weight=self.keyword_weight,
             vector_weight=self.vector_weight,
@@ -251,6 +267,7 @@ class KnowledgeBase:
             keyword_only=self.embedder is None,
             method=self.fusion,
         )
+        return merge_passages(fused, max_per_document=self.max_per_document)[:k]
 
     def as_tool(self, *, name: str = "kb_search", default_k: int = 5) -> Tool:
         """A ``kb_search`` tool bound to this knowledge base (see :mod:`.tool`)."""
@@ -274,7 +291,7 @@ class KnowledgeBase:
         assert self.embedder is not None
         vectors: list[list[float]] = []
         for start in range(0, len(chunks), self.batch_size):
-            batch = [c.text for c in chunks[start : start + self.batch_size]]
+            batch = [c.indexed_text for c in chunks[start : start + self.batch_size]]
             embedded = await self.embedder.embed(batch)
             if len(embedded) != len(batch):
                 raise MemoryBackendError(

@@ -59,7 +59,7 @@ class MemoryBackend:
     ) -> None:
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors.")
-        tokens = [self._tokenize(chunk.text) for chunk in chunks]
+        tokens = [self._tokenize(chunk.indexed_text) for chunk in chunks]
         with self._lock:
             self.delete_document(info.doc_id)
             slots = list(range(self._next_slot, self._next_slot + len(chunks)))

@@ -144,9 +144,16 @@ class ChromaBackend:
         key = _key(info.doc_id)
         ids = [f"{key}-{version}-{i}" for i in range(len(chunks))]
         metadatas: list[Any] = [
-            {"doc_id": c.doc_id, "start_line": c.start_line, "end_line": c.end_line} for c in chunks
+            {
+                "doc_id": c.doc_id,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "context": c.context,
+            }
+            for c in chunks
         ]
         texts = [c.text for c in chunks]
+        indexed = [c.indexed_text for c in chunks]
         with self._lock, _errors(self._where):
             old = self._chunks.get(where={"doc_id": info.doc_id}, include=[])["ids"]
             for start in range(0, len(ids), self._batch):
@@ -180,7 +187,7 @@ class ChromaBackend:
             if self._keywords is not None:
                 for chunk_id in old:
                     self._forget(chunk_id)
-                for chunk_id, text in zip(ids, texts, strict=True):
+                for chunk_id, text in zip(ids, indexed, strict=True):
                     self._index(chunk_id, text)
 
     def delete_document(self, doc_id: str) -> bool:
@@ -246,12 +253,13 @@ class ChromaBackend:
             self._id_of.clear()
             slots: list[int] = []
             encoded = []
-            for record_id, text, _ in self._all(self._chunks, ["documents"]):
+            for record_id, text, metadata in self._all(self._chunks, ["documents", "metadatas"]):
                 slot = len(self._slot_of)
                 self._slot_of[record_id] = slot
                 self._id_of[slot] = record_id
                 slots.append(slot)
-                encoded.append(self._keywords.encode(self._tokenize(text or "")))
+                indexed = _chunk(text or "", metadata).indexed_text
+                encoded.append(self._keywords.encode(self._tokenize(indexed)))
             self._keywords.add_many(slots, encoded)
             self._generation = generation
         return self._keywords
@@ -334,6 +342,7 @@ def _chunk(text: Any, metadata: Any, score: float | None = None) -> Chunk:
         int(metadata["end_line"]),
         str(text),
         score,
+        context=str(metadata.get("context") or ""),
     )
 
 

@@ -38,7 +38,7 @@ __all__ = ["SqliteBackend"]
 
 log = logging.getLogger("tether.knowledge.sqlite")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     text TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '',
     term_ids BLOB NOT NULL,
     term_counts BLOB NOT NULL,
     vector BLOB
@@ -119,13 +120,16 @@ class SqliteBackend:
             if statement.strip():
                 self._db.execute(statement)
         version = self._meta("schema_version")
-        if version is None:
-            self._set_meta("schema_version", str(SCHEMA_VERSION))
-        elif int(version) > SCHEMA_VERSION:
+        if version is not None and int(version) > SCHEMA_VERSION:
             raise MemoryBackendError(
                 f"{self.path} was written by a newer tether-sqlite (schema {version}); "
                 f"upgrade tether-sqlite to open it."
             )
+        if version is not None and int(version) < 2:
+            # Schema 2 adds each chunk's context (indexed with its text).
+            self._db.execute("ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+        if version is None or int(version) < SCHEMA_VERSION:
+            self._set_meta("schema_version", str(SCHEMA_VERSION))
         signature = self._meta("tokenizer")
         if signature is None:
             self._set_meta("tokenizer", self._tokenize.signature)
@@ -143,10 +147,10 @@ class SqliteBackend:
         """The stored terms came from another tokenizer: recompute them from the text."""
         log.warning("Re-indexing keywords of %s for a changed tokenizer.", self.path)
         index = KeywordIndex()
-        rows = self._db.execute("SELECT id, text FROM chunks").fetchall()
+        rows = self._db.execute("SELECT id, text, context FROM chunks").fetchall()
         self._db.execute("DELETE FROM terms")
-        for chunk_id, text in rows:
-            ids, counts = index.encode(self._tokenize(text))
+        for chunk_id, text, context in rows:
+            ids, counts = index.encode(self._tokenize(f"{context}\n{text}" if context else text))
             self._db.execute(
                 "UPDATE chunks SET term_ids = ?, term_counts = ? WHERE id = ?",
                 (_ids_blob(ids), _counts_blob(counts), chunk_id),
@@ -246,7 +250,7 @@ class SqliteBackend:
                     f"{matrix.shape[1]}. One knowledge base needs one embedder: re-add every "
                     f"document with the new one, or use another path."
                 )
-        tokens = [self._tokenize(chunk.text) for chunk in chunks]
+        tokens = [self._tokenize(chunk.indexed_text) for chunk in chunks]
         with self._lock, _errors(self.path):
             new_slots: list[int] = []
             with self._transaction():
@@ -269,13 +273,14 @@ class SqliteBackend:
                     zip(chunks, encoded, strict=True)
                 ):
                     cursor = self._db.execute(
-                        "INSERT INTO chunks(doc_id, start_line, end_line, text, term_ids, "
-                        "term_counts, vector) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO chunks(doc_id, start_line, end_line, text, context, "
+                        "term_ids, term_counts, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             info.doc_id,
                             chunk.start_line,
                             chunk.end_line,
                             chunk.text,
+                            chunk.context,
                             _ids_blob(ids),
                             _counts_blob(counts),
                             matrix[position].tobytes() if matrix is not None else None,
@@ -348,12 +353,13 @@ class SqliteBackend:
             return []
         marks = ",".join("?" * len(hits))
         rows = self._db.execute(
-            f"SELECT id, doc_id, start_line, end_line, text FROM chunks WHERE id IN ({marks})",
+            f"SELECT id, doc_id, start_line, end_line, text, context FROM chunks "
+            f"WHERE id IN ({marks})",
             [slot for slot, _ in hits],
         ).fetchall()
         by_id = {row[0]: row for row in rows}
         return [
-            Chunk(row[1], row[2], row[3], row[4], score)
+            Chunk(row[1], row[2], row[3], row[4], score, context=row[5])
             for slot, score in hits
             if (row := by_id.get(slot)) is not None
         ]
