@@ -138,7 +138,8 @@ class TableEmbedder:
         self.table = table
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.table[t].tolist() for t in texts]
+        # a chunk is one line, indexed after its context lines
+        return [self.table[t.rsplit("\n", 1)[-1]].tolist() for t in texts]
 
     async def embed_query(self, text: str) -> list[float]:
         return self.table[text].tolist()

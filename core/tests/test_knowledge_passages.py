@@ -4,7 +4,7 @@ per document."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.knowledge.chunking import Chunker
@@ -100,6 +100,7 @@ def rankings(draw: st.DrawFn) -> list[Passage]:
     return out
 
 
+@settings(deadline=None)
 @given(rankings(), st.one_of(st.none(), st.integers(1, 3)))
 def test_merging_keeps_every_line_once_and_the_best_first(
     ranked: list[Passage], cap: int | None

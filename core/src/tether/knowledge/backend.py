@@ -16,6 +16,10 @@ Contract (checked by the shared contract test suite):
 
 - :meth:`~KnowledgeBackend.put_document` replaces a document's chunks atomically: a
   reader sees the old chunks or the new ones, never a mix; a crash leaves one of the two.
+- A backend may also implement ``put_documents(documents)``, storing many
+  ``(info, chunks, vectors)`` items (:data:`DocumentWrite`) in one transaction, all or
+  none; :meth:`~tether.knowledge.KnowledgeBase.add_many` uses it when present and calls
+  :meth:`~KnowledgeBackend.put_document` per document otherwise.
 - Methods are synchronous and may be called from a worker thread; a backend serialises
   its own access if it needs to.
 - Rankings are best first and hold each chunk at most once.
@@ -31,7 +35,7 @@ from typing import Protocol, runtime_checkable
 
 from .chunking import Chunk
 
-__all__ = ["DocumentInfo", "KnowledgeBackend"]
+__all__ = ["DocumentInfo", "DocumentWrite", "KnowledgeBackend"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,10 @@ class DocumentInfo:
     content_hash: str
     chunks: int
     embedder: str | None = None
+
+
+#: One document to store: its record, its chunks and their vectors (or ``None``).
+DocumentWrite = tuple[DocumentInfo, Sequence[Chunk], Sequence[Sequence[float]] | None]
 
 
 @runtime_checkable

@@ -18,6 +18,7 @@ Scoring is Okapi BM25 with Lucene's non-negative idf,
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -69,16 +70,18 @@ class KeywordIndex:
     # -- building -------------------------------------------------------------------
     def encode(self, terms: Iterable[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Term ids (new terms get new ids) and counts of a chunk's terms."""
-        counts: dict[int, int] = {}
+        counts = Counter(terms)
         vocabulary = self.vocabulary
-        for term in terms:
-            term_id = vocabulary.get(term)
-            if term_id is None:
-                term_id = vocabulary[term] = len(vocabulary)
-                self.terms.append(term)
-            counts[term_id] = counts.get(term_id, 0) + 1
+        try:
+            ids = list(map(vocabulary.__getitem__, counts))
+        except KeyError:
+            for term in counts:
+                if term not in vocabulary:
+                    vocabulary[term] = len(vocabulary)
+                    self.terms.append(term)
+            ids = list(map(vocabulary.__getitem__, counts))
         return (
-            np.fromiter(counts.keys(), dtype=np.int64, count=len(counts)),
+            np.array(ids, dtype=np.int64),
             np.fromiter(counts.values(), dtype=np.float32, count=len(counts)),
         )
 

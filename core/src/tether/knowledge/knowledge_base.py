@@ -19,12 +19,14 @@ import asyncio
 import enum
 import hashlib
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError, MemoryBackendError
-from .backend import DocumentInfo, KnowledgeBackend
+from .backend import DocumentInfo, DocumentWrite, KnowledgeBackend
 from .chunking import Chunk, Chunker
 from .embedders import Embedder, load_embedder
 from .fusion import FusionMethod, Passage, fuse
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from ..plugins import PluginManager
     from ..tools import Tool
 
-__all__ = ["AddOutcome", "KnowledgeBase", "SearchMode"]
+__all__ = ["AddOutcome", "AddProgress", "KnowledgeBase", "SearchMode"]
 
 log = logging.getLogger("tether.knowledge")
 
@@ -64,6 +66,31 @@ class AddOutcome(enum.Enum):
     ADDED = "added"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
+
+
+@dataclass(slots=True)
+class AddProgress:
+    """Where :meth:`KnowledgeBase.add_many` stands, passed to its ``progress`` callback.
+
+    ``documents``/``chunks`` were written so far, ``skipped`` documents were unchanged;
+    ``started`` is a :func:`time.monotonic` time.
+    """
+
+    documents: int
+    chunks: int
+    skipped: int
+    started: float
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
+
+    @property
+    def chunks_per_second(self) -> float:
+        """Indexing throughput so far."""
+        elapsed = self.elapsed
+        return self.chunks / elapsed if elapsed > 0 else 0.0
 
 
 class KnowledgeBase:
@@ -216,6 +243,88 @@ class KnowledgeBase:
         await asyncio.to_thread(self.backend.put_document, info, chunks, vectors)
         return AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
 
+    async def add_many(
+        self,
+        documents: Iterable[tuple[str, str]] | AsyncIterable[tuple[str, str]],
+        *,
+        force: bool = False,
+        batch_chunks: int = 2048,
+        progress: Callable[[AddProgress], None] | None = None,
+    ) -> dict[str, AddOutcome]:
+        """Index many ``(doc_id, text)`` documents, faster than :meth:`add` one by one.
+
+        Documents are chunked as they arrive and written in batches of about
+        ``batch_chunks`` chunks: embedded together, and stored in one transaction where
+        the backend supports it (``put_documents``). Each batch is stored whole or not at
+        all, so an interrupted run leaves every document either indexed or untouched, and
+        running it again skips what was finished (unchanged text is never re-indexed).
+        ``progress`` is called after each batch. A ``doc_id`` given twice keeps its last
+        text. Returns what happened to each document.
+        """
+        if batch_chunks < 1:
+            raise ValueError(f"batch_chunks must be at least 1, got {batch_chunks}.")
+        stored = {info.doc_id: info for info in await asyncio.to_thread(self.backend.list_documents)}
+        embedder_name = self.embedder.name if self.embedder is not None else None
+        outcomes: dict[str, AddOutcome] = {}
+        pending: dict[str, tuple[DocumentInfo, list[Chunk]]] = {}
+        state = AddProgress(documents=0, chunks=0, skipped=0, started=time.monotonic())
+
+        async def flush() -> None:
+            if not pending:
+                return
+            await self._write_batch(list(pending.values()))
+            state.documents += len(pending)
+            state.chunks += sum(len(chunks) for _, chunks in pending.values())
+            pending.clear()
+            if progress is not None:
+                progress(state)
+
+        async for doc_id, text in _aiter(documents):
+            if not doc_id:
+                raise ValueError("A document needs a non-empty id (its path or name).")
+            digest = self.content_hash(text)
+            existing = stored.get(doc_id)
+            if (
+                existing is not None
+                and not force
+                and existing.content_hash == digest
+                and (embedder_name is None or existing.embedder == embedder_name)
+            ):
+                outcomes[doc_id] = AddOutcome.UNCHANGED
+                state.skipped += 1
+                continue
+            chunks = self.chunker.split(doc_id, text)
+            pending.pop(doc_id, None)
+            pending[doc_id] = (DocumentInfo(doc_id, digest, len(chunks), embedder_name), chunks)
+            outcomes[doc_id] = AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
+            if sum(len(c) for _, c in pending.values()) >= batch_chunks:
+                await flush()
+        await flush()
+        return outcomes
+
+    async def _write_batch(self, documents: list[tuple[DocumentInfo, list[Chunk]]]) -> None:
+        """Embed the chunks of ``documents`` together and store them in one write."""
+        chunks = [chunk for _, doc_chunks in documents for chunk in doc_chunks]
+        vectors = await self._embed_chunks(chunks) if self.embedder is not None else None
+        writes: list[DocumentWrite] = []
+        offset = 0
+        for info, doc_chunks in documents:
+            own = vectors[offset : offset + len(doc_chunks)] if vectors is not None else None
+            offset += len(doc_chunks)
+            if own is None:
+                info = replace(info, embedder=None)
+            writes.append((info, doc_chunks, own))
+        put_many = getattr(self.backend, "put_documents", None)
+        if put_many is not None:
+            await asyncio.to_thread(put_many, writes)
+            return
+
+        def one_by_one() -> None:
+            for info, doc_chunks, own in writes:
+                self.backend.put_document(info, doc_chunks, own)
+
+        await asyncio.to_thread(one_by_one)
+
     async def remove(self, doc_id: str) -> bool:
         """Remove document ``doc_id`` and its chunks; ``False`` if it was not stored."""
         return await asyncio.to_thread(self.backend.delete_document, doc_id)
@@ -298,7 +407,7 @@ class KnowledgeBase:
                     f'Embedder "{self.embedder.name}" returned {len(embedded)} vectors for '
                     f"{len(batch)} texts; it must return one per text."
                 )
-            vectors.extend(_unit(v) for v in embedded)
+            vectors.extend(_units(embedded))
         return vectors
 
     async def _check_embedder(self) -> None:
@@ -336,3 +445,35 @@ def _unit(vector: Sequence[float]) -> list[float]:
         raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
     unit: list[float] = (array / norm).tolist() if norm > 0 else array.tolist()
     return unit
+
+
+def _units(vectors: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Each of ``vectors`` scaled to length 1 (all-zero vectors unchanged)."""
+    import numpy as np
+
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except ValueError as exc:
+        raise MemoryBackendError(
+            f"The embedder returned vectors of different lengths ({exc}); it must return "
+            f"one vector of its fixed dimension per text."
+        ) from exc
+    if matrix.size == 0:
+        return [[] for _ in vectors]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    if not np.isfinite(norms).all():
+        raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
+    scaled = np.divide(matrix, norms, out=matrix.copy(), where=norms > 0)
+    units: list[list[float]] = scaled.tolist()
+    return units
+
+
+async def _aiter(
+    items: Iterable[tuple[str, str]] | AsyncIterable[tuple[str, str]],
+) -> AsyncIterator[tuple[str, str]]:
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item

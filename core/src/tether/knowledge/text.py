@@ -20,6 +20,8 @@ from typing import Any
 __all__ = ["ENGLISH_STOP_WORDS", "Tokenizer"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Distinct words remembered per tokenizer before the memo starts over.
+_MEMO_LIMIT = 1_000_000
 
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
     [
@@ -171,14 +173,36 @@ class Tokenizer:
         self._stem: Any = None
         if language is not None:
             self._stem = _stemmer(language)
+        # word -> its term ("" for a stop word): one dict lookup per word once seen
+        self._terms: dict[str, str] = {}
 
     def __call__(self, text: str) -> list[str]:
         """The terms of ``text``, in order, with repetitions."""
-        words = [w for w in _WORD.findall(text.lower()) if w not in self.stop_words]
-        if self._stem is None:
-            return words
-        stems: list[str] = self._stem(words)
-        return stems
+        words = _WORD.findall(text.lower())
+        terms = self._terms
+        try:
+            found = list(map(terms.__getitem__, words))
+        except KeyError:
+            found = self._learn(words)
+        return list(filter(None, found))
+
+    def _learn(self, words: list[str]) -> list[str]:
+        """The terms of ``words`` (``""`` for stop words), remembering new ones.
+
+        Works from a local mapping, so a memo cleared by another thread meanwhile costs
+        only speed."""
+        terms = self._terms
+        if len(terms) > _MEMO_LIMIT:
+            terms.clear()
+        local = {w: terms.get(w) for w in dict.fromkeys(words)}
+        new = [w for w, term in local.items() if term is None]
+        kept = [w for w in new if w not in self.stop_words]
+        stems = self._stem(kept) if self._stem is not None else kept
+        learned = dict.fromkeys(new, "")
+        learned.update(zip(kept, stems, strict=True))
+        terms.update(learned)
+        local.update(learned)
+        return [local[w] or "" for w in words]
 
     @property
     def signature(self) -> str:

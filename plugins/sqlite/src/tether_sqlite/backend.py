@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from tether.errors import MemoryBackendError
-from tether.knowledge.backend import DocumentInfo
+from tether.knowledge.backend import DocumentInfo, DocumentWrite
 from tether.knowledge.chunking import Chunk
 from tether.knowledge.keyword_index import KeywordIndex
 from tether.knowledge.text import Tokenizer
@@ -238,6 +238,77 @@ class SqliteBackend:
         chunks: Sequence[Chunk],
         vectors: Sequence[Sequence[float]] | None,
     ) -> None:
+        self.put_documents([(info, chunks, vectors)])
+
+    def put_documents(self, documents: Sequence[DocumentWrite]) -> None:
+        """Store many documents in one transaction: all of them, or (on failure) none.
+
+        Each item is what :meth:`put_document` takes. Much faster than one call per
+        document when indexing a whole tree.
+        """
+        prepared = [self._prepare(info, chunks, vectors) for info, chunks, vectors in documents]
+        with self._lock, _errors(self.path):
+            slots: list[list[int]] = []
+            old_slots: list[int] = []
+            with self._transaction():
+                # Under the write lock: no other process can add terms until we commit.
+                self._refresh()
+                encoded = [[self._keywords.encode(t) for t in tokens] for _, _, tokens, _ in prepared]
+                next_id = self._next_chunk_id()
+                chunk_rows: list[tuple[Any, ...]] = []
+                for (info, chunks, _, matrix), terms in zip(prepared, encoded, strict=True):
+                    old_slots += self._delete_rows(info.doc_id)
+                    ids = list(range(next_id, next_id + len(chunks)))
+                    next_id += len(chunks)
+                    slots.append(ids)
+                    chunk_rows += [
+                        (
+                            slot,
+                            info.doc_id,
+                            chunk.start_line,
+                            chunk.end_line,
+                            chunk.text,
+                            chunk.context,
+                            _ids_blob(term_ids),
+                            _counts_blob(counts),
+                            matrix[position].tobytes() if matrix is not None else None,
+                        )
+                        for position, (slot, chunk, (term_ids, counts)) in enumerate(
+                            zip(ids, chunks, terms, strict=True)
+                        )
+                    ]
+                self._db.executemany(
+                    "INSERT INTO documents(doc_id, content_hash, chunks, embedder) VALUES (?, ?, ?, ?)",
+                    [(i.doc_id, i.content_hash, i.chunks, i.embedder) for i, _, _, _ in prepared],
+                )
+                self._db.executemany(
+                    "INSERT INTO terms(id, term) VALUES (?, ?)",
+                    [
+                        (i, self._keywords.terms[i])
+                        for i in range(self._persisted_terms, len(self._keywords.terms))
+                    ],
+                )
+                self._db.executemany(
+                    "INSERT INTO chunks(id, doc_id, start_line, end_line, text, context, "
+                    "term_ids, term_counts, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    chunk_rows,
+                )
+            self._persisted_terms = len(self._keywords.terms)
+            for slot in old_slots:
+                self._keywords.remove(slot)
+                self._vectors.remove(slot)
+            for ids, terms, (_, _, _, matrix) in zip(slots, encoded, prepared, strict=True):
+                self._keywords.add_many(ids, terms)
+                if matrix is not None:
+                    self._vectors.add_many(ids, matrix)
+
+    def _prepare(
+        self,
+        info: DocumentInfo,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]] | None,
+    ) -> tuple[DocumentInfo, Sequence[Chunk], list[list[str]], Any]:
+        """Check one document's vectors and tokenize its chunks (outside the lock)."""
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors.")
         matrix = None
@@ -251,50 +322,15 @@ class SqliteBackend:
                     f"document with the new one, or use another path."
                 )
         tokens = [self._tokenize(chunk.indexed_text) for chunk in chunks]
-        with self._lock, _errors(self.path):
-            new_slots: list[int] = []
-            with self._transaction():
-                # Under the write lock: no other process can add terms until we commit.
-                self._refresh()
-                encoded = [self._keywords.encode(t) for t in tokens]
-                old_slots = self._delete_rows(info.doc_id)
-                self._db.execute(
-                    "INSERT INTO documents(doc_id, content_hash, chunks, embedder) VALUES (?, ?, ?, ?)",
-                    (info.doc_id, info.content_hash, info.chunks, info.embedder),
-                )
-                self._db.executemany(
-                    "INSERT INTO terms(id, term) VALUES (?, ?)",
-                    [
-                        (i, self._keywords.terms[i])
-                        for i in range(self._persisted_terms, len(self._keywords.terms))
-                    ],
-                )
-                for position, (chunk, (ids, counts)) in enumerate(
-                    zip(chunks, encoded, strict=True)
-                ):
-                    cursor = self._db.execute(
-                        "INSERT INTO chunks(doc_id, start_line, end_line, text, context, "
-                        "term_ids, term_counts, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            info.doc_id,
-                            chunk.start_line,
-                            chunk.end_line,
-                            chunk.text,
-                            chunk.context,
-                            _ids_blob(ids),
-                            _counts_blob(counts),
-                            matrix[position].tobytes() if matrix is not None else None,
-                        ),
-                    )
-                    assert cursor.lastrowid is not None
-                    new_slots.append(cursor.lastrowid)
-            self._persisted_terms = len(self._keywords.terms)
-            for slot in old_slots:
-                self._keywords.remove(slot)
-                self._vectors.remove(slot)
-            self._keywords.add_many(new_slots, encoded)
-            if matrix is not None:
-                self._vectors.add_many(new_slots, matrix)
+        return info, chunks, tokens, matrix
+
+    def _next_chunk_id(self) -> int:
+        """The first unused chunk id (ids are never reused, as with AUTOINCREMENT)."""
+        row = self._db.execute(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0), "
+            "COALESCE((SELECT MAX(id) FROM chunks), 0))"
+        ).fetchone()
+        return int(row[0]) + 1
 
     def delete_document(self, doc_id: str) -> bool:
         with self._lock, _errors(self.path):
