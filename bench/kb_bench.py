@@ -2,11 +2,14 @@
 
 For each backend (memory, sqlite, chroma) at each size, documents of synthetic text
 (Zipf-distributed words, English function words included, one 80-word chunk per line)
-with random 384-dimensional unit vectors are indexed through ``KnowledgeBase.add``, then
+with random 384-dimensional unit vectors are indexed through ``KnowledgeBase.add_many``
+(what ``tether kb add`` runs), then
 queries (5 words of a random chunk; that chunk's vector plus noise) are timed through
 ``KnowledgeBase.search`` in hybrid, keyword and vector modes. Beside them, in the same
 run and on the same data: rank-bm25 alone, SQLite FTS5 ``bm25()`` alone and chromadb
-alone, and the overlap of the sqlite backend's vector top-10 with exact search.
+alone, and the overlap of the sqlite backend's vector top-10 with exact search. Each
+tether build is also printed as a ratio to the bare store it is built on (sqlite to FTS5,
+chroma to chromadb), both measured in this run.
 
 Usage::
 
@@ -189,7 +192,7 @@ async def bench_backend(
     qs: list[tuple[str, np.ndarray]],
     directory: Path,
     n_queries: int,
-) -> Any:
+) -> tuple[Any, float]:
     table = {t: v for t, v in zip(texts, vectors, strict=True)}
     table.update({q: v for q, v in qs})
     kb = KnowledgeBase(
@@ -198,8 +201,10 @@ async def bench_backend(
         chunker=Chunker(max_chars=10_000, max_lines=1, overlap_lines=0),
     )
     start = time.perf_counter()
-    for d in range(0, len(texts), CHUNKS_PER_DOC):
-        await kb.add(f"doc{d // CHUNKS_PER_DOC}", "\n".join(texts[d : d + CHUNKS_PER_DOC]))
+    await kb.add_many(
+        (f"doc{d // CHUNKS_PER_DOC}", "\n".join(texts[d : d + CHUNKS_PER_DOC]))
+        for d in range(0, len(texts), CHUNKS_PER_DOC)
+    )
     await kb.search(qs[0][0], k=10)  # first query folds pending index work in
     build = time.perf_counter() - start
     lat = {}
@@ -211,7 +216,7 @@ async def bench_backend(
             samples.append(time.perf_counter() - t0)
         lat[mode] = pct(samples)
     row(f"tether {name}", build, lat)
-    return kb
+    return kb, build
 
 
 def bench_rank_bm25(texts: list[str], qs: list[tuple[str, np.ndarray]], n_queries: int) -> None:
@@ -229,7 +234,7 @@ def bench_rank_bm25(texts: list[str], qs: list[tuple[str, np.ndarray]], n_querie
 
 def bench_fts5(
     texts: list[str], qs: list[tuple[str, np.ndarray]], directory: Path, n_queries: int
-) -> None:
+) -> float:
     db = sqlite3.connect(directory / "fts5.sqlite3")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(text, tokenize='porter unicode61')")
     start = time.perf_counter()
@@ -245,6 +250,7 @@ def bench_fts5(
 
     row("SQLite FTS5 alone", build, {"keyword": pct(timed(one, qs[:n_queries]))})
     db.close()
+    return build
 
 
 def bench_chromadb(
@@ -253,7 +259,7 @@ def bench_chromadb(
     qs: list[tuple[str, np.ndarray]],
     directory: Path,
     n_queries: int,
-) -> None:
+) -> float:
     import chromadb
     from chromadb.config import Settings
 
@@ -276,6 +282,7 @@ def bench_chromadb(
         lambda q: col.query(query_embeddings=[q[1].tolist()], n_results=10), qs[:n_queries]
     )
     row("chromadb alone", build, {"vector": pct(samples)})
+    return build
 
 
 def vector_overlap(
@@ -306,13 +313,19 @@ async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
             bench_rank_bm25(texts, qs, slow)
-            bench_fts5(texts, qs, directory, args.queries)
+            bare = {"sqlite": bench_fts5(texts, qs, directory, args.queries)}
             if "chroma" in args.backends:
-                bench_chromadb(texts, vectors, qs, directory, args.queries)
+                bare["chroma"] = bench_chromadb(texts, vectors, qs, directory, args.queries)
             for name in args.backends.split(","):
-                kb = await bench_backend(
+                kb, build = await bench_backend(
                     name, texts, vectors, qs, directory, slow if name == "memory" else args.queries
                 )
+                if name in bare:
+                    store = "FTS5" if name == "sqlite" else "chromadb"
+                    print(
+                        f"  tether {name} build / {store} build: {build / bare[name]:.2f}x",
+                        flush=True,
+                    )
                 if name == "sqlite":
                     print(
                         f"  sqlite vector top-10 overlap with exact search: {vector_overlap(kb, vectors, qs):.3f}",

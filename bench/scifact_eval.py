@@ -340,7 +340,9 @@ async def product_path(
     if isinstance(embedder, CachedEmbedder):
         await embedder.prefetch(list(queries.values()), "query")
     shipped = KnowledgeBase(make_backend("memory", directory))  # the shipped defaults
-    default = Setting(shipped.fusion, shipped.rrf_k, shipped.keyword_weight, shipped.max_per_document)
+    default = Setting(
+        shipped.fusion, shipped.rrf_k, shipped.keyword_weight, shipped.max_per_document
+    )
     print(f"\n== product path, backend {backend}: {len(test)} test / {len(train)} train claims")
     print(f"shipped defaults: {default.label()}, chunker {Chunker().signature}")
 
@@ -403,12 +405,16 @@ async def product_path(
         compare("shipped hybrid - vectors", ctx[hybrid], ctx["context: vectors"])
     plain_hybrid = next(n for n in plain if "hybrid, shipped" in n)
     compare("context - no context (shipped hybrid)", ctx[hybrid], plain[plain_hybrid])
-    compare("context - no context (keywords)", ctx["context: keywords"], plain["no context: keywords"])
+    compare(
+        "context - no context (keywords)", ctx["context: keywords"], plain["no context: keywords"]
+    )
     if "context: vectors" in ctx:
-        compare("context - no context (vectors)", ctx["context: vectors"], plain["no context: vectors"])
+        compare(
+            "context - no context (vectors)", ctx["context: vectors"], plain["no context: vectors"]
+        )
     for name in names:
         if "train-best" in name:
-            compare(f"{name[len('context: '):]} - shipped", ctx[name], ctx[hybrid])
+            compare(f"{name[len('context: ') :]} - shipped", ctx[name], ctx[hybrid])
     del chosen
 
 
@@ -433,13 +439,23 @@ async def whole_documents(
         rows.append(("keywords", runs(default, "keyword"), runs(default, "keyword")))
         if embedder is not None:
             rows.append(("vectors", runs(default, "vector"), runs(default, "vector")))
-            rows.append((f"hybrid ({default.label()})", runs(default, "hybrid"), runs(default, "hybrid")))
+            rows.append(
+                (f"hybrid ({default.label()})", runs(default, "hybrid"), runs(default, "hybrid"))
+            )
             train_ranks = await backend_rankings(kb, {q: queries[q] for q in train}, 400)
             for fusion in ("rrf", "convex"):
                 best, _ = best_on_train(
-                    train_ranks, train, [s for s in grid() if s.fusion == fusion and s.max_per_document is None]
+                    train_ranks,
+                    train,
+                    [s for s in grid() if s.fusion == fusion and s.max_per_document is None],
                 )
-                rows.append((f"hybrid train-best {best.label()}", runs(best, "hybrid"), runs(best, "hybrid")))
+                rows.append(
+                    (
+                        f"hybrid train-best {best.label()}",
+                        runs(best, "hybrid"),
+                        runs(best, "hybrid"),
+                    )
+                )
         report(f"[whole documents, depth 400] backend {backend}", rows, test)
         kb.close()
 
@@ -455,7 +471,9 @@ async def main() -> None:
     parser.add_argument(
         "--embedder", default="local-minilm", help='registered embedder name, or "none"'
     )
-    parser.add_argument("--backends", default="sqlite", help="memory, sqlite, chroma (comma-separated)")
+    parser.add_argument(
+        "--backends", default="sqlite", help="memory, sqlite, chroma (comma-separated)"
+    )
     parser.add_argument("--protocol", choices=("product", "whole"), default="product")
     args = parser.parse_args()
     if not args.data:
@@ -464,7 +482,9 @@ async def main() -> None:
     embedder = None if args.embedder == "none" else CachedEmbedder(args.embedder)
     with tempfile.TemporaryDirectory() as tmp:
         if args.protocol == "whole":
-            await whole_documents(args.backends.split(","), Path(tmp), corpus, queries, qrels, embedder)
+            await whole_documents(
+                args.backends.split(","), Path(tmp), corpus, queries, qrels, embedder
+            )
         else:
             for backend in args.backends.split(","):
                 await product_path(backend, Path(tmp), corpus, queries, qrels, embedder)

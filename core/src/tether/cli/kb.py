@@ -102,13 +102,31 @@ def _read_text(path: Path) -> str | None:
 @kb.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Re-index files even if they are unchanged.")
+@click.option(
+    "--batch",
+    "batch_chunks",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(1, None),
+    help="Chunks embedded and written together; an interruption loses at most one batch.",
+)
 @_backend_option
 @_embedder_option
 @pass_state
 def add(
-    state: CliState, paths: tuple[Path, ...], force: bool, backend: str | None, embedder: str | None
+    state: CliState,
+    paths: tuple[Path, ...],
+    force: bool,
+    batch_chunks: int,
+    backend: str | None,
+    embedder: str | None,
 ) -> None:
-    """Index files and directories (recursively; hidden and binary files are skipped)."""
+    """Index files and directories (recursively; hidden and binary files are skipped).
+
+    Files are written in batches, each stored whole or not at all: after an
+    interruption (Ctrl-C) the index is consistent, and running the same command again
+    finishes the job, skipping what was already indexed.
+    """
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -118,11 +136,10 @@ def add(
         TimeRemainingColumn,
     )
 
-    from ..knowledge.knowledge_base import AddOutcome
+    from ..knowledge.knowledge_base import AddOutcome, AddProgress
 
     files = list(_files(paths))
     knowledge = _open(state, backend, embedder)
-    counts = {outcome: 0 for outcome in AddOutcome}
     skipped: list[str] = []
     console = Console(stderr=True)
     progress = Progress(
@@ -135,25 +152,51 @@ def add(
         transient=True,
         disable=len(files) < 2,
     )
+    task = progress.add_task("", total=len(files))
+    written = AddProgress(documents=0, chunks=0, skipped=0, started=0.0)
 
-    async def index() -> None:
+    def documents() -> Iterator[tuple[str, str]]:
+        for path in files:
+            text = _read_text(path)
+            if text is None:
+                skipped.append(str(path))
+            else:
+                yield _doc_id(path), text
+
+    def report(state: AddProgress) -> None:
+        nonlocal written
+        written = state
+        done = state.documents + state.skipped + len(skipped)
+        rate = f"{state.chunks_per_second:,.0f} chunks/s"
+        progress.update(task, completed=done, description=rate)
+
+    async def index() -> dict[str, AddOutcome]:
         with progress:
-            task = progress.add_task("", total=len(files))
-            for path in files:
-                progress.update(task, description=path.name)
-                text = _read_text(path)
-                if text is None:
-                    skipped.append(str(path))
-                else:
-                    counts[await knowledge.add(_doc_id(path), text, force=force)] += 1
-                progress.advance(task)
+            return await knowledge.add_many(
+                documents(), force=force, batch_chunks=batch_chunks, progress=report
+            )
 
     try:
-        asyncio.run(index())
+        outcomes = asyncio.run(index())
+    except KeyboardInterrupt:
+        click.echo(
+            f"Interrupted: {written.documents} files indexed in this run, the index is "
+            f"consistent. Run the same command again to finish (indexed files are skipped).",
+            err=True,
+        )
+        raise SystemExit(130) from None
     finally:
         knowledge.close()
+    counts = {outcome: 0 for outcome in AddOutcome}
+    for outcome in outcomes.values():
+        counts[outcome] += 1
     summary = ", ".join(f"{n} {outcome.value}" for outcome, n in counts.items())
-    click.echo(f"Indexed {len(files) - len(skipped)} files: {summary}.")
+    rate = (
+        f" ({written.chunks:,} chunks, {written.chunks_per_second:,.0f}/s)"
+        if written.chunks
+        else ""
+    )
+    click.echo(f"Indexed {len(files) - len(skipped)} files: {summary}{rate}.")
     if skipped:
         click.echo(f"Skipped {len(skipped)} binary or unreadable files.")
     if knowledge.keyword_only:

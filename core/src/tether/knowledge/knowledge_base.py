@@ -263,7 +263,9 @@ class KnowledgeBase:
         """
         if batch_chunks < 1:
             raise ValueError(f"batch_chunks must be at least 1, got {batch_chunks}.")
-        stored = {info.doc_id: info for info in await asyncio.to_thread(self.backend.list_documents)}
+        stored = {
+            info.doc_id: info for info in await asyncio.to_thread(self.backend.list_documents)
+        }
         embedder_name = self.embedder.name if self.embedder is not None else None
         outcomes: dict[str, AddOutcome] = {}
         pending: dict[str, tuple[DocumentInfo, list[Chunk]]] = {}
@@ -396,9 +398,12 @@ class KnowledgeBase:
         self.close()
 
     # -- internals --------------------------------------------------------------------
-    async def _embed_chunks(self, chunks: Sequence[Chunk]) -> list[list[float]]:
+    async def _embed_chunks(self, chunks: Sequence[Chunk]) -> Any:
+        """Unit vectors of the chunks' indexed texts: a float32 matrix, a row per chunk."""
+        import numpy as np
+
         assert self.embedder is not None
-        vectors: list[list[float]] = []
+        parts = []
         for start in range(0, len(chunks), self.batch_size):
             batch = [c.indexed_text for c in chunks[start : start + self.batch_size]]
             embedded = await self.embedder.embed(batch)
@@ -407,8 +412,8 @@ class KnowledgeBase:
                     f'Embedder "{self.embedder.name}" returned {len(embedded)} vectors for '
                     f"{len(batch)} texts; it must return one per text."
                 )
-            vectors.extend(_units(embedded))
-        return vectors
+            parts.append(_units(embedded))
+        return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
     async def _check_embedder(self) -> None:
         """Once: refuse to compare query vectors with another embedder's vectors."""
@@ -447,25 +452,24 @@ def _unit(vector: Sequence[float]) -> list[float]:
     return unit
 
 
-def _units(vectors: Sequence[Sequence[float]]) -> list[list[float]]:
-    """Each of ``vectors`` scaled to length 1 (all-zero vectors unchanged)."""
+def _units(vectors: Sequence[Sequence[float]]) -> Any:
+    """``vectors`` as a float32 matrix of unit rows (all-zero rows unchanged)."""
     import numpy as np
 
     try:
-        matrix = np.asarray(vectors, dtype=np.float32)
+        matrix = np.array(vectors, dtype=np.float32)
     except ValueError as exc:
         raise MemoryBackendError(
             f"The embedder returned vectors of different lengths ({exc}); it must return "
             f"one vector of its fixed dimension per text."
         ) from exc
-    if matrix.size == 0:
-        return [[] for _ in vectors]
+    if matrix.ndim != 2:
+        raise MemoryBackendError("The embedder must return one flat vector of numbers per text.")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     if not np.isfinite(norms).all():
         raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
-    scaled = np.divide(matrix, norms, out=matrix.copy(), where=norms > 0)
-    units: list[list[float]] = scaled.tolist()
-    return units
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
 
 
 async def _aiter(

@@ -187,22 +187,24 @@ class Tokenizer:
         return list(filter(None, found))
 
     def _learn(self, words: list[str]) -> list[str]:
-        """The terms of ``words`` (``""`` for stop words), remembering new ones.
-
-        Works from a local mapping, so a memo cleared by another thread meanwhile costs
-        only speed."""
+        """The terms of ``words`` (``""`` for stop words), remembering the new ones."""
         terms = self._terms
         if len(terms) > _MEMO_LIMIT:
             terms.clear()
-        local = {w: terms.get(w) for w in dict.fromkeys(words)}
-        new = [w for w, term in local.items() if term is None]
+        new = list(set(words).difference(terms))
         kept = [w for w in new if w not in self.stop_words]
         stems = self._stem(kept) if self._stem is not None else kept
         learned = dict.fromkeys(new, "")
         learned.update(zip(kept, stems, strict=True))
         terms.update(learned)
-        local.update(learned)
-        return [local[w] or "" for w in words]
+        found = list(map(terms.get, words))
+        if None in found:  # another thread cleared the memo meanwhile
+            return self._terms_uncached(words)
+        return found  # type: ignore[return-value]
+
+    def _terms_uncached(self, words: list[str]) -> list[str]:
+        kept = [w for w in words if w not in self.stop_words]
+        return list(self._stem(kept)) if self._stem is not None else kept
 
     @property
     def signature(self) -> str:

@@ -169,7 +169,7 @@ class ChromaBackend:
                         ids=ids[part],
                         documents=texts[part],
                         metadatas=metadatas[part],
-                        embeddings=[list(v) for v in vectors[part]],
+                        embeddings=[[float(x) for x in v] for v in vectors[part]],
                     )
             self._documents.upsert(
                 ids=[info.doc_id],

@@ -253,7 +253,9 @@ class SqliteBackend:
             with self._transaction():
                 # Under the write lock: no other process can add terms until we commit.
                 self._refresh()
-                encoded = [[self._keywords.encode(t) for t in tokens] for _, _, tokens, _ in prepared]
+                encoded = [
+                    [self._keywords.encode(t) for t in tokens] for _, _, tokens, _ in prepared
+                ]
                 next_id = self._next_chunk_id()
                 chunk_rows: list[tuple[Any, ...]] = []
                 for (info, chunks, _, matrix), terms in zip(prepared, encoded, strict=True):
@@ -402,11 +404,11 @@ class SqliteBackend:
 
 
 def _ids_blob(ids: Any) -> bytes:
-    return bytes(np.asarray(ids, dtype=np.uint32).tobytes())
+    return bytes(np.asarray(ids).astype(np.uint32).tobytes())
 
 
 def _counts_blob(counts: Any) -> bytes:
-    return bytes(np.minimum(np.asarray(counts), 65535).astype(np.uint16).tobytes())
+    return bytes(np.minimum(counts, 65535).astype(np.uint16).tobytes())
 
 
 @contextmanager
