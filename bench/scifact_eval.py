@@ -38,7 +38,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -361,11 +361,18 @@ async def product_path(
                 real = documents_of(await kb.search(test_q[qid], k=k))
                 assert real == search_runs({qid: ranks[qid]}, default, k)[qid], (qid, k)
 
-        def row(name: str, setting: Setting, mode: str = "hybrid") -> tuple[str, Runs, Runs]:
+        def row(
+            name: str,
+            setting: Setting,
+            mode: str = "hybrid",
+            variant: str = variant,
+            at10: Rankings = test10,
+            at100: Rankings = test100,
+        ) -> tuple[str, Runs, Runs]:
             return (
                 f"{variant}: {name}",
-                search_runs(test10, setting, 10, mode),
-                search_runs(test100, setting, 100, mode),
+                search_runs(at10, setting, 10, mode),
+                search_runs(at100, setting, 100, mode),
             )
 
         rows = [row("keywords", default, "keyword")]
@@ -435,7 +442,10 @@ async def whole_documents(
         ranks = await backend_rankings(kb, whole, 400)
         default = Setting(kb.fusion, kb.rrf_k, kb.keyword_weight, None)
         rows: list[tuple[str, Runs, Runs]] = []
-        runs: Callable[[Setting, str], Runs] = lambda s, m: search_runs(ranks, s, 100, m)  # noqa: E731
+
+        def runs(setting: Setting, mode: str, ranks: Rankings = ranks) -> Runs:
+            return search_runs(ranks, setting, 100, mode)
+
         rows.append(("keywords", runs(default, "keyword"), runs(default, "keyword")))
         if embedder is not None:
             rows.append(("vectors", runs(default, "vector"), runs(default, "vector")))
