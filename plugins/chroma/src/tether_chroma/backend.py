@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tether.errors import MemoryBackendError
-from tether.knowledge.backend import DocumentInfo
+from tether.knowledge.backend import DocumentInfo, DocumentWrite
 from tether.knowledge.chunking import Chunk
 from tether.knowledge.keyword_index import KeywordIndex
 from tether.knowledge.text import Tokenizer
@@ -138,24 +138,43 @@ class ChromaBackend:
         chunks: Sequence[Chunk],
         vectors: Sequence[Sequence[float]] | None,
     ) -> None:
-        if vectors is not None and len(vectors) != len(chunks):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors.")
-        version = uuid.uuid4().hex[:12]
-        key = _key(info.doc_id)
-        ids = [f"{key}-{version}-{i}" for i in range(len(chunks))]
-        metadatas: list[Any] = [
-            {
-                "doc_id": c.doc_id,
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-                "context": c.context,
-            }
-            for c in chunks
-        ]
-        texts = [c.text for c in chunks]
-        indexed = [c.indexed_text for c in chunks]
+        self.put_documents([(info, chunks, vectors)])
+
+    def put_documents(self, documents: Sequence[DocumentWrite]) -> None:
+        """Store many documents with a few large Chroma calls instead of several per
+        document. Chroma has no multi-record transactions: new chunks are written under
+        fresh ids first, then the document records, and only then are the old chunks
+        deleted, so an interruption leaves every document readable (old or new chunks)
+        and a rerun of the same add replaces any leftovers."""
+        ids: list[str] = []
+        metadatas: list[Any] = []
+        texts: list[str] = []
+        indexed: list[str] = []
+        embeddings: list[list[float]] = []
+        vector_rows: list[int] = []
+        for info, chunks, vectors in documents:
+            if vectors is not None and len(vectors) != len(chunks):
+                raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors.")
+            version = uuid.uuid4().hex[:12]
+            key = _key(info.doc_id)
+            for i, chunk in enumerate(chunks):
+                if vectors is not None:
+                    vector_rows.append(len(ids))
+                    embeddings.append([float(x) for x in vectors[i]])
+                ids.append(f"{key}-{version}-{i}")
+                metadatas.append(
+                    {
+                        "doc_id": chunk.doc_id,
+                        "start_line": chunk.start_line,
+                        "end_line": chunk.end_line,
+                        "context": chunk.context,
+                    }
+                )
+                texts.append(chunk.text)
+                indexed.append(chunk.indexed_text)
+        doc_ids = [info.doc_id for info, _, _ in documents]
         with self._lock, _errors(self._where):
-            old = self._chunks.get(where={"doc_id": info.doc_id}, include=[])["ids"]
+            old = self._chunks.get(where={"doc_id": {"$in": doc_ids}}, include=[])["ids"]
             for start in range(0, len(ids), self._batch):
                 part = slice(start, start + self._batch)
                 self._chunks.add(
@@ -164,24 +183,28 @@ class ChromaBackend:
                     metadatas=metadatas[part],
                     embeddings=[_filler(i) for i in ids[part]],
                 )
-                if vectors is not None:
-                    self._vectors.add(
-                        ids=ids[part],
-                        documents=texts[part],
-                        metadatas=metadatas[part],
-                        embeddings=[[float(x) for x in v] for v in vectors[part]],
-                    )
-            self._documents.upsert(
-                ids=[info.doc_id],
-                metadatas=[
-                    {
-                        "content_hash": info.content_hash,
-                        "chunks": info.chunks,
-                        "embedder": info.embedder or "",
-                    }
-                ],
-                embeddings=[_filler(info.doc_id)],
-            )
+            for start in range(0, len(vector_rows), self._batch):
+                rows = vector_rows[start : start + self._batch]
+                self._vectors.add(
+                    ids=[ids[r] for r in rows],
+                    documents=[texts[r] for r in rows],
+                    metadatas=[metadatas[r] for r in rows],
+                    embeddings=embeddings[start : start + self._batch],
+                )
+            for start in range(0, len(documents), self._batch):
+                part_docs = documents[start : start + self._batch]
+                self._documents.upsert(
+                    ids=[info.doc_id for info, _, _ in part_docs],
+                    metadatas=[
+                        {
+                            "content_hash": info.content_hash,
+                            "chunks": info.chunks,
+                            "embedder": info.embedder or "",
+                        }
+                        for info, _, _ in part_docs
+                    ],
+                    embeddings=[_filler(info.doc_id) for info, _, _ in part_docs],
+                )
             self._delete_chunks(old)
             self._touch()
             if self._keywords is not None:
