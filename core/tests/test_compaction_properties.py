@@ -94,9 +94,11 @@ def test_repair_restores_the_invariant_idempotently_and_keeps_order(history: lis
     assert not report, report.actions
     assert again == repaired
 
-    # user/assistant messages keep their relative order and content (ids aside); none is invented
+    # user/assistant messages keep their relative order and content (ids aside, and a call
+    # repeated byte for byte in one message kept once); none is invented
     def key(m: Message) -> tuple[str, str, list[str]]:
-        return (m.role, m.text, [c.name for c in m.tool_calls])
+        distinct = {(c.id, c.name, repr(c.arguments)): c.name for c in m.tool_calls}
+        return (m.role, m.text, list(distinct.values()))
 
     original = [key(m) for m in history if m.role != "tool"]
     survivors = [key(m) for m in repaired if m.role != "tool"]

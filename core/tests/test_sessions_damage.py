@@ -209,14 +209,64 @@ def test_different_messages_sharing_an_id_both_survive() -> None:
     assert report.counts() == {"renamed_message_id": 1}
 
 
-def test_a_call_id_declared_twice_is_renamed_with_its_results() -> None:
+def test_a_call_id_reused_by_a_later_turn_is_valid_and_left_alone() -> None:
     history = [asks("a1", "c1"), answers("t1", "c1"), asks("a2", "c1"), answers("t2", "c1")]
     repaired, report = repair_messages(history)
+    assert not report
+    assert all(a is b for a, b in zip(repaired, history, strict=True))
     assert_invariant(repaired)
-    first, second = repaired[0].tool_calls[0].id, repaired[2].tool_calls[0].id
-    assert first == "c1" and second != "c1"
-    assert repaired[3].tool_results[0].call_id == second
-    assert repaired[3].tool_results[0].text == "result c1"
+
+
+def test_a_session_reusing_call_ids_across_turns_loads_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with JsonlSession(path) as session:
+        for message in [
+            asks("a1", "c1"),
+            answers("t1", "c1"),
+            asks("a2", "c1"),
+            answers("t2", "c1"),
+        ]:
+            session.append(message)
+    before = path.read_bytes()
+    with JsonlSession(path) as session:
+        assert not session.repair_report
+        assert [m.id for m in session.messages] == ["a1", "t1", "a2", "t2"]
+    assert path.read_bytes() == before
+
+
+def test_a_result_after_a_reused_id_answers_the_latest_call() -> None:
+    # The second turn's result is missing: it must not borrow the first turn's.
+    history = [asks("a1", "c1"), answers("t1", "c1"), asks("a2", "c1")]
+    repaired, report = repair_messages(history)
+    assert_invariant(repaired)
+    assert repaired[1].tool_results[0].text == "result c1"
+    assert repaired[3].tool_results[0].is_error
+    assert report.counts() == {"interrupted_call": 1}
+
+
+def test_a_byte_identical_repeated_call_collapses_into_one() -> None:
+    call = ToolCallBlock(id="c1", name="read", arguments={"path": "a"})
+    doubled = Message(
+        role="assistant", content=[call, call.model_copy()], meta=MessageMeta(id="a1")
+    )
+    repaired, report = repair_messages([doubled, answers("t1", "c1", "c1")])
+    assert shape(repaired) == [("assistant", ["call:c1"]), ("tool", ["result:c1"])]
+    assert report.counts() == {"duplicate_call": 1, "duplicate_result": 1}
+    assert_invariant(repaired)
+
+
+def test_a_different_call_reusing_an_id_in_one_message_is_renamed_with_its_result() -> None:
+    first = ToolCallBlock(id="c1", name="read", arguments={"path": "a"})
+    second = ToolCallBlock(id="c1", name="read", arguments={"path": "b"})
+    message = Message(role="assistant", content=[first, second], meta=MessageMeta(id="a1"))
+    results = Message.tool(
+        [ToolResultBlock(call_id="c1", content="A"), ToolResultBlock(call_id="c1", content="B")]
+    )
+    repaired, report = repair_messages([message, results])
+    assert_invariant(repaired)
+    renamed = repaired[0].tool_calls[1].id
+    assert renamed != "c1"
+    assert [(r.call_id, r.text) for r in repaired[1].tool_results] == [("c1", "A"), (renamed, "B")]
     assert report.counts() == {"renamed_call_id": 1}
 
 

@@ -32,7 +32,9 @@ Messages say what happened, what was expected and what to do about it.
     ├── NeedsHuman                     (.user_message)
     ├── OutputValidationError          (.errors)
     ├── SessionError
-    │   └── SessionLockedError
+    │   ├── SessionLockedError
+    │   ├── SessionConflictError
+    │   └── SessionBusyError
     ├── MemoryBackendError
     │   └── MemoryWriteRejected
     ├── CompactionError
@@ -79,6 +81,7 @@ __all__ = [
     "RetryBudgetExceeded",
     "RunCancelled",
     "ServerError",
+    "SessionBusyError",
     "SessionConflictError",
     "SessionError",
     "SessionLockedError",
@@ -317,6 +320,10 @@ class SessionConflictError(SessionError):
         self.session = session
         self.expected = expected
         self.actual = actual
+
+
+class SessionBusyError(SessionError):
+    """Another run is using this session object right now; runs on one session take turns."""
 
 
 class MemoryBackendError(TetherError):

@@ -90,8 +90,9 @@ def repair(state: CliState, name: str, dry_run: bool) -> None:
     if dry_run:
         click.echo(f"Dry run: {report.summary()}. Nothing was written.")
         return
-    with store.open(name):  # opening for writing stores the repaired history atomically
-        pass
+    # Opening for writing stores the repaired history atomically (keeping a damaged original).
+    with store.open(name) as session:
+        report = session.repair_report
     click.echo(f"Repaired session {name}: {report.summary()}.")
 
 

@@ -9,7 +9,8 @@ A file is a list of entries separated by blank lines, so people can read and edi
 Each file has a hard character cap. Writes are read-modify-write under a lock file (safe
 across processes) and land atomically: a temporary file in the same directory is written,
 fsynced and renamed over the old one, so a crash leaves the old or the new version, never
-a torn one. Every write is checked by :func:`tether.memory.scanner.scan` first.
+a torn one. A disk that refuses (full, read-only, I/O error) gives
+:class:`~tether.errors.MemoryBackendError` and leaves the old version. Every write is checked by :func:`tether.memory.scanner.scan` first.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import hashlib
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..errors import MemoryBackendError, MemoryWriteRejected
+from ..fileio import atomic_write_bytes, describe_os_error
 from .scanner import normalize, scan
 
 __all__ = [
@@ -50,55 +51,59 @@ Change = Callable[[list[str]], tuple[list[str], str]]
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``: temp file in the same directory, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_directory(path.parent)
+    """Replace ``path`` with ``text``: temp file in the same directory, fsync, rename.
 
-
-def _fsync_directory(directory: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
+    :raises MemoryBackendError: the disk refused (full, read-only, I/O error); the old
+        file is left as it was (unless only the final directory fsync failed: the message
+        then says the change was saved) and no temporary file remains.
+    """
+    data = text.encode("utf-8")
+    renamed: list[bool] = []
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, data, renamed=lambda: renamed.append(True))
+    except OSError as exc:
+        outcome = (
+            "The change was saved but may not survive a power loss."
+            if renamed
+            else "The memory was not changed."
+        )
+        raise MemoryBackendError(
+            f"Could not save {path}: {describe_os_error(exc)}. {outcome}"
+        ) from exc
 
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on ``<path>.lock`` for a read-modify-write, across processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a+b") as handle:
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+    except OSError as exc:
+        raise MemoryBackendError(
+            f"Cannot lock {path} for writing: {describe_os_error(exc)}. The memory was not changed."
+        ) from exc
+    try:
         if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
             import msvcrt
 
-            handle.seek(0)
-            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
             try:
                 yield
             finally:
-                handle.seek(0)
-                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
         else:
             import fcntl
 
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def split_entries(text: str) -> list[str]:

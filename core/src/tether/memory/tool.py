@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from ..errors import MemoryWriteRejected, ToolError
+from ..errors import MemoryBackendError, ToolError
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def memory_tool(store: MemoryStore) -> Tool:
                 result = store.replace(target, old, text)
             else:
                 result = store.remove(target, old)
-        except MemoryWriteRejected as exc:
+        except MemoryBackendError as exc:  # refusals, and a disk that refused the write
             raise ToolError(str(exc)) from exc
         return result.message
 

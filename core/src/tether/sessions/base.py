@@ -28,6 +28,10 @@ class Session(Protocol):
     returns; ``replace`` swaps the whole history atomically: a reader sees the old or the
     new history, never a mix. Implementations keep the invariant of
     :mod:`tether.messages` only as far as callers do; :func:`repair_messages` restores it.
+
+    A session that blocks on the disk or the network may also define ``async def
+    append_async(message)`` and ``async def replace_async(messages)`` with the same
+    contracts; the runner then uses them, so its event loop never waits on I/O.
     """
 
     id: str
@@ -78,14 +82,25 @@ def is_async_session(session: object) -> bool:
 
 
 async def append_message(session: AnySession, message: Message) -> None:
-    """Append ``message`` to either kind of session."""
+    """Append ``message`` to either kind of session; through ``append_async`` when a
+    blocking session offers it (:class:`~tether.sessions.JsonlSession` does its disk work
+    on a thread then), so the event loop never waits on the disk."""
+    append_async = getattr(session, "append_async", None)
+    if append_async is not None:
+        await append_async(message)
+        return
     result = session.append(message)
     if inspect.isawaitable(result):
         await result
 
 
 async def replace_messages(session: AnySession, messages: Sequence[Message]) -> None:
-    """Replace the history of either kind of session."""
+    """Replace the history of either kind of session (through ``replace_async`` when a
+    blocking session offers it)."""
+    replace_async = getattr(session, "replace_async", None)
+    if replace_async is not None:
+        await replace_async(messages)
+        return
     result = session.replace(messages)
     if inspect.isawaitable(result):
         await result

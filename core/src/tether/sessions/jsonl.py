@@ -21,25 +21,36 @@ Durability and atomicity:
 - Everything that rewrites the file (:meth:`~JsonlSession.replace`, compaction, repair)
   writes a temporary file next to it, ``fsync``\\ s it, renames it over the original and
   ``fsync``\\ s the directory, so a reader sees the old or the new history, never a mix.
-- A writer holds an advisory lock on ``<file>.lock``; a second writer (another process,
+- A writer holds an advisory lock on ``<file>.lock`` of the file's real path (symlinks
+  resolved, so a link to a session is the same session); a second writer (another process,
   or another ``JsonlSession`` in the same one) gets :class:`~tether.errors.SessionLockedError`.
+  Temporary files left by a rewrite that was interrupted are removed when a writer opens.
+- A write that fails (full disk, I/O error, read-only file system) raises
+  :class:`~tether.errors.SessionError` saying what to do; the file keeps every message
+  whose ``append`` returned, and the session can be used again once the cause is fixed.
+- ``append_async`` and ``replace_async`` do the same work on a disk thread, so an event
+  loop never waits on the disk; the runner uses them.
 
 Loading never fails on damage a crash can cause (a torn last line, bytes that are not
 UTF-8, a byte-order mark, NUL padding, an empty file): damaged lines are dropped, the
 history goes through :func:`~tether.sessions.repair.repair_messages`, and what changed is
 in :attr:`JsonlSession.repair_report` and logged on the ``tether.sessions`` logger. A
-writer then stores the repaired history through the atomic rewrite.
+writer then stores the repaired history through the atomic rewrite. A torn last line is
+the normal trace of a crash and is dropped silently; damage anywhere else is never just
+deleted: the damaged original is first kept beside the file as
+``<file>.corrupt-<UTC time>`` and the report says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import glob
 import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +58,12 @@ from typing import Any
 import pydantic
 
 from ..errors import SessionError, SessionLockedError
+from ..fileio import (
+    atomic_write_bytes,
+    describe_os_error,
+    off_loop,
+    write_all,
+)
 from ..messages import Message, new_id
 from ..scrub import scrub
 from .repair import RepairReport, repair_messages
@@ -61,6 +78,17 @@ _STRIP = b" \t\r\x00"
 _ROLE_START = b'{"role":'
 _BATCH = 4096  # lines validated per call: few calls, and each batch's parse stays in cache
 _log = logging.getLogger("tether.sessions")
+# Repairs that drop or change stored content: the damaged original is kept before them.
+_LOSSY = frozenset(
+    {
+        "unparseable_line",
+        "invalid_utf8",
+        "orphan_result",
+        "duplicate_result",
+        "renamed_message_id",
+        "renamed_call_id",
+    }
+)
 _messages_adapter: pydantic.TypeAdapter[list[Message]] | None = None
 
 
@@ -69,7 +97,8 @@ class LoadedSession:
     """What :func:`load_session_file` read: the repaired history and how it got there.
 
     ``clean`` is true when the file can be appended to as it is: it has a current header,
-    ends with a newline and needed no repair.
+    ends with a newline and needed no repair. ``damaged`` is true when the repair dropped
+    or changed stored content other than a torn last line (what a crash leaves).
     """
 
     id: str
@@ -78,6 +107,7 @@ class LoadedSession:
     report: RepairReport
     version: int
     clean: bool
+    damaged: bool = False
 
 
 def load_session_file(path: str | os.PathLike[str]) -> LoadedSession:
@@ -88,13 +118,20 @@ def load_session_file(path: str | os.PathLike[str]) -> LoadedSession:
     cannot be read at all (permissions).
     """
     file = Path(path)
+    return _parse(_read(file), file)
+
+
+def _read(file: Path) -> bytes:
     try:
-        data = file.read_bytes()
+        return file.read_bytes()
     except FileNotFoundError:
-        data = b""
+        return b""
+    except IsADirectoryError as exc:
+        raise SessionError(
+            f"Cannot read session file {file}: it is a directory. Give the path of a file."
+        ) from exc
     except OSError as exc:
-        raise SessionError(f"Cannot read session file {file}: {exc.strerror or exc}.") from exc
-    return _parse(data, file)
+        raise SessionError(f"Cannot read session file {file}: {describe_os_error(exc)}.") from exc
 
 
 class JsonlSession:
@@ -120,15 +157,32 @@ class JsonlSession:
         self.read_only = read_only
         self._fd: int | None = None
         self._lock_fd: int | None = None
+        self._closed = False
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = _acquire_lock(self.path)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise SessionError(
+                    f"Cannot create the directory of session {self.path}: {describe_os_error(exc)}."
+                ) from exc
+        self._real = Path(os.path.realpath(self.path))
         try:
-            loaded = load_session_file(self.path)
+            if not read_only:
+                self._lock_fd = _acquire_lock(self._real)
+                _remove_leftover_temporaries(self._real)
+            data = _read(self._real)
+            loaded = _parse(data, self.path)
             self.id: str = loaded.id
             self.created_at = loaded.created_at
             self._messages: list[Message] = loaded.messages
             self.repair_report: RepairReport = loaded.report
+            if not read_only and loaded.damaged:
+                kept = _keep_damaged_original(self._real, data)
+                loaded.report.add(
+                    "kept_original",
+                    f"the damaged file was kept unchanged as {kept.name} before the repaired "
+                    "history was written",
+                )
             if loaded.report:
                 _log.warning(
                     "Session %s was repaired on load: %s", self.path, loaded.report.summary()
@@ -147,30 +201,43 @@ class JsonlSession:
         return self._messages
 
     def append(self, message: Message) -> None:
-        """Write ``message`` as one line; with ``durable`` it is on disk when this returns."""
+        """Write ``message`` as one line; with ``durable`` it is on disk when this returns.
+
+        :raises SessionError: the write failed; nothing of ``message`` stays in the file.
+        """
         fd = self._writable()
         line = scrub(message.to_json()).encode("utf-8") + b"\n"
-        size = os.fstat(fd).st_size
         try:
-            _write_all(fd, line)
+            size = os.fstat(fd).st_size
+            write_all(fd, line)
             if self.durable:
                 os.fsync(fd)
         except OSError as exc:
             # Leave no torn line behind for the next append to run into.
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, UnboundLocalError):
                 os.ftruncate(fd, size)
             raise SessionError(
-                f"Could not append to session {self.path}: {exc.strerror or exc}."
+                f"Could not append to session {self.path}: {describe_os_error(exc)}. "
+                "The message was not saved."
             ) from exc
         self._messages.append(message)
 
     def replace(self, messages: Sequence[Message]) -> None:
-        """Swap the whole history atomically (temporary file, fsync, rename, fsync dir)."""
+        """Swap the whole history atomically (temporary file, fsync, rename, fsync dir).
+
+        :raises SessionError: the rewrite failed; the file and :attr:`messages` then hold
+            the old history (or the new one, if only the final directory fsync failed).
+        """
         self._writable()
-        new = list(messages)
-        self._rewrite(new)
-        self._messages = new
-        self._open_for_append()
+        self._rewrite(list(messages))
+
+    async def append_async(self, message: Message) -> None:
+        """:meth:`append` on a disk thread: the event loop does not wait on the disk."""
+        await off_loop(self.append, message)
+
+    async def replace_async(self, messages: Sequence[Message]) -> None:
+        """:meth:`replace` on a disk thread: the event loop does not wait on the disk."""
+        await off_loop(self.replace, list(messages))
 
     def clear(self) -> None:
         """Forget the history, keeping the session id."""
@@ -178,6 +245,7 @@ class JsonlSession:
 
     def close(self) -> None:
         """Release the file and the lock. Safe to call twice."""
+        self._closed = True
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -200,59 +268,79 @@ class JsonlSession:
             raise SessionError(
                 f"Session {self.path} was opened read-only; open it without read_only=True to write."
             )
-        if self._fd is None:
+        if self._closed:
             raise SessionError(f"Session {self.path} is closed.")
+        if self._fd is None:  # a failed rewrite could not reopen it: try again
+            self._open_for_append()
+        assert self._fd is not None
         return self._fd
 
     def _open_for_append(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
+        try:
+            self._fd = os.open(self._real, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
+        except OSError as exc:
+            raise SessionError(
+                f"Cannot open session {self.path} for writing: {describe_os_error(exc)}. "
+                "Open it with read_only=True to only read it."
+            ) from exc
 
-    def _rewrite(self, messages: Iterable[Message]) -> None:
+    def _rewrite(self, messages: list[Message]) -> None:
+        """Store ``messages`` as the whole file and make them the history, atomically."""
         header = {"tether_session": FORMAT_VERSION, "id": self.id, "created_at": self.created_at}
         chunks = [json.dumps(header).encode("utf-8"), b"\n"]
         for message in messages:
             chunks.append(scrub(message.to_json()).encode("utf-8"))
             chunks.append(b"\n")
-        atomic_write(self.path, b"".join(chunks))
 
+        def renamed() -> None:
+            self._messages = messages
+            if self._fd is not None:  # it points at the replaced file; reopened when needed
+                os.close(self._fd)
+                self._fd = None
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data``: temporary file in the same directory, fsync, rename,
-    fsync the directory. A crash at any point leaves either the old or the new file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{new_id()[:8]}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
         try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise SessionError(f"Could not rewrite session {path}: {exc.strerror or exc}.") from exc
-    _fsync_directory(path.parent)
+            atomic_write_bytes(self._real, b"".join(chunks), renamed=renamed)
+        except OSError as exc:
+            raise SessionError(
+                f"Could not rewrite session {self.path}: {describe_os_error(exc)}. "
+                + (
+                    "The new history is in place but may not survive a power loss."
+                    if self._messages is messages
+                    else "The file still holds the previous history."
+                )
+            ) from exc
 
 
-def _fsync_directory(directory: Path) -> None:
-    if os.name != "posix":  # directories cannot be opened for fsync on Windows
-        return
-    fd = os.open(directory, os.O_RDONLY)
+def _remove_leftover_temporaries(real: Path) -> None:
+    """Delete temporary files of rewrites that were interrupted (called under the lock,
+    so no rewrite of this session is under way)."""
+    with contextlib.suppress(OSError):
+        for leftover in real.parent.glob(f".{glob.escape(real.name)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+                _log.info("Removed %s, left by an interrupted rewrite", leftover)
+
+
+def _keep_damaged_original(real: Path, data: bytes) -> Path:
+    """Write ``data`` (the damaged file as read) to ``<file>.corrupt-<UTC time>``."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    copy = real.with_name(f"{real.name}.corrupt-{stamp}")
+    number = 1
+    while copy.exists():
+        number += 1
+        copy = real.with_name(f"{real.name}.corrupt-{stamp}-{number}")
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        atomic_write_bytes(copy, data)
+    except OSError as exc:
+        raise SessionError(
+            f"Session {real} is damaged and a copy of it could not be kept before repairing "
+            f"it ({describe_os_error(exc)}). Nothing was changed; fix the cause, or open it "
+            "with read_only=True to read the repaired history without writing."
+        ) from exc
+    return copy
 
 
 # -- locking --------------------------------------------------------------------------------
@@ -260,7 +348,14 @@ def _acquire_lock(path: Path) -> int:
     """Take the writer lock of ``path`` (an advisory lock on ``<path>.lock``, a file that
     is never renamed, so the lock survives atomic rewrites of the session file)."""
     lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise SessionError(
+            f"Cannot open session {path} for writing: its lock file {lock_path.name} cannot be "
+            f"created ({describe_os_error(exc)}). Make the directory writable, or open the "
+            "session with read_only=True to only read it."
+        ) from exc
     try:
         _lock(fd)
     except OSError as exc:
@@ -314,7 +409,7 @@ def _parse(data: bytes, file: Path) -> LoadedSession:
     if first.startswith(b'{"tether_session"'):
         try:
             parsed = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, dict) and isinstance(parsed.get("tether_session"), int):
             header = parsed
@@ -333,15 +428,44 @@ def _parse(data: bytes, file: Path) -> LoadedSession:
     repaired, repair = repair_messages(messages)
     report.extend(repair)
     session_id = header.get("id") if header is not None else None
-    created = header.get("created_at") if header is not None else None
     return LoadedSession(
         id=session_id if isinstance(session_id, str) and session_id else new_id(),
-        created_at=float(created) if isinstance(created, int | float) else time.time(),
+        created_at=_created_at(header),
         messages=repaired,
         report=report,
         version=version,
         clean=clean and header is not None and version == FORMAT_VERSION and not report,
+        damaged=_is_damaged(report, lines, torn=not data.endswith(b"\n")),
     )
+
+
+def _created_at(header: dict[str, Any] | None) -> float:
+    created = header.get("created_at") if header is not None else None
+    if isinstance(created, int | float) and not isinstance(created, bool):
+        try:
+            value = float(created)
+        except OverflowError:
+            return time.time()
+        if value == value and abs(value) != float("inf"):
+            return value
+    return time.time()
+
+
+def _is_damaged(report: RepairReport, lines: list[bytes], *, torn: bool) -> bool:
+    """Whether the repair lost stored content, other than a torn last line."""
+    last = 0
+    if torn:
+        for number in range(len(lines), 0, -1):
+            if lines[number - 1].strip(_STRIP):
+                last = number
+                break
+    for action in report.actions:
+        if action.kind not in _LOSSY:
+            continue
+        if action.line is not None and action.line == last:
+            continue
+        return True
+    return False
 
 
 def _parse_messages(lines: list[bytes], start: int, report: RepairReport) -> list[Message]:

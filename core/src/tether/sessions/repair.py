@@ -6,8 +6,11 @@ in declared order), plus a :class:`RepairReport` of what it changed:
 
 - a message stored twice (same id, same content) is kept once; two different messages
   sharing an id keep their content and the later one gets a fresh id;
-- a tool-call id declared twice is renamed where it is declared again, together with the
-  results that follow that declaration;
+- within one assistant message, a tool call repeated byte for byte (same id, name and
+  arguments) is kept once; a different call reusing an id there gets a fresh id, together
+  with its result. An id reused by a *later* assistant message is valid (some providers
+  number calls per response) and left alone: a result answers the latest call declared
+  with its id before it;
 - results are moved to the ``tool`` message directly after their call, in call order;
 - a call without a result gets an ``is_error`` result saying the call was interrupted;
 - results without a call, and second results for one call, are dropped;
@@ -48,6 +51,8 @@ RepairKind: TypeAlias = Literal[
     "orphan_result",
     "duplicate_result",
     "empty_tool_message",
+    "duplicate_call",
+    "kept_original",
 ]
 
 
@@ -92,14 +97,18 @@ class RepairReport:
         return counts
 
     def summary(self) -> str:
-        """One line for a log or a status bar: ``"2 interrupted calls, 1 unparseable line"``."""
+        """One line for a log or a status bar: ``"2 interrupted calls, 1 unparseable line"``,
+        followed by where the damaged original was kept, if it was."""
         if not self.actions:
             return "nothing to repair"
         parts = []
         for kind, count in self.counts().items():
+            if kind == "kept_original":
+                continue
             label = kind.replace("_", " ")
             parts.append(f"{count} {label}{'s' if count != 1 and not label.endswith('s') else ''}")
-        return ", ".join(parts)
+        kept = [a.detail for a in self.actions if a.kind == "kept_original"]
+        return "; ".join([", ".join(parts), *kept])
 
 
 def repair_messages(messages: Sequence[Message]) -> tuple[list[Message], RepairReport]:
@@ -112,20 +121,19 @@ def repair_messages(messages: Sequence[Message]) -> tuple[list[Message], RepairR
     if _is_intact(messages):
         return list(messages), report
     unique = _dedupe_messages(messages, report)
-    renamed = _rename_duplicate_call_ids(unique, report)
-    return _pair_results(renamed, report), report
+    calls = _fix_repeated_calls(unique, report)
+    return _pair_results(calls, report), report
 
 
 def _is_intact(messages: Sequence[Message]) -> bool:
     """Whether repair would change nothing: one pass, no copies, for the common case.
 
-    True exactly when message ids are unique, tool-call ids are unique, every assistant
-    message with calls is directly followed by a ``tool`` message made only of their
-    results in call order, and every ``tool`` message is such an answer. Anything else
-    goes through the full repair, which then reports what it changed.
+    True exactly when message ids are unique, the tool-call ids of each assistant message
+    are unique, every assistant message with calls is directly followed by a ``tool``
+    message made only of their results in call order, and every ``tool`` message is such
+    an answer. Anything else goes through the full repair, which then reports what it changed.
     """
     ids: set[str] = set()
-    call_ids: set[str] = set()
     expected: list[str] | None = None  # call ids the next message must answer
     for message in messages:
         mid = message.meta.id
@@ -147,11 +155,10 @@ def _is_intact(messages: Sequence[Message]) -> bool:
             continue
         for block in message.content:
             if isinstance(block, ToolCallBlock):
-                if block.id in call_ids:
-                    return False
-                call_ids.add(block.id)
                 if expected is None:
                     expected = [block.id]
+                elif block.id in expected:
+                    return False
                 else:
                     expected.append(block.id)
     return expected is None
@@ -185,69 +192,100 @@ def _dedupe_messages(messages: Sequence[Message], report: RepairReport) -> list[
     return out
 
 
-# -- duplicate tool-call ids ------------------------------------------------------------------
-def _rename_duplicate_call_ids(messages: list[Message], report: RepairReport) -> list[Message]:
-    declared = [c.id for m in messages if m.role == "assistant" for c in m.tool_calls]
-    if len(declared) == len(set(declared)):
-        return messages
-    taken = set(declared)
-    seen: set[str] = set()
-    current: dict[str, str] = {}  # original id -> id that results seen from here on answer
+# -- tool-call ids repeated inside one message ------------------------------------------------
+def _fix_repeated_calls(messages: list[Message], report: RepairReport) -> list[Message]:
+    """Collapse byte-identical repeats of a call inside one assistant message, and give a
+    fresh id to a different call reusing an id there (and to the result that answers it:
+    the n-th result for an id in the next ``tool`` message answers the n-th call)."""
     out: list[Message] = []
+    pending: dict[str, list[str | None]] = {}  # id -> new id of each call, None if collapsed
     for message in messages:
-        if message.role == "assistant" and message.tool_calls:
-            blocks = list(message.content)
-            changed = False
-            for index, block in enumerate(blocks):
-                if not isinstance(block, ToolCallBlock):
-                    continue
-                if block.id in seen:
-                    fresh = _fresh(taken, block.id)
-                    taken.add(fresh)
-                    blocks[index] = block.model_copy(update={"id": fresh})
-                    current[block.id] = fresh
-                    changed = True
-                    report.add(
-                        "renamed_call_id",
-                        f"tool call id {block.id} was declared again; renamed to {fresh}",
-                    )
-                else:
-                    seen.add(block.id)
-                    current[block.id] = block.id
-            out.append(message.model_copy(update={"content": blocks}) if changed else message)
-        elif message.role == "tool" and any(
-            current.get(r.call_id, r.call_id) != r.call_id for r in message.tool_results
-        ):
-            blocks = [
-                b.model_copy(update={"call_id": current[b.call_id]})
-                if isinstance(b, ToolResultBlock) and current.get(b.call_id, b.call_id) != b.call_id
-                else b
-                for b in message.content
-            ]
-            out.append(message.model_copy(update={"content": blocks}))
-        else:
+        if message.role == "tool" and pending:
+            out.append(_renumber_results(message, pending))
+            pending = {}
+            continue
+        pending = {}
+        if message.role != "assistant" or not message.tool_calls:
             out.append(message)
+            continue
+        calls = message.tool_calls
+        if len({c.id for c in calls}) == len(calls):
+            out.append(message)
+            continue
+        taken = {c.id for c in calls}
+        first: dict[str, ToolCallBlock] = {}
+        blocks: list[object] = []
+        for block in message.content:
+            if not isinstance(block, ToolCallBlock):
+                blocks.append(block)
+                continue
+            original = first.get(block.id)
+            if original is None:
+                first[block.id] = block
+                pending.setdefault(block.id, []).append(block.id)
+                blocks.append(block)
+            elif original.name == block.name and original.arguments == block.arguments:
+                pending[block.id].append(None)
+                report.add(
+                    "duplicate_call",
+                    f"tool call {block.id} ({block.name}) was repeated in one message; kept once",
+                )
+            else:
+                fresh = _fresh(taken, block.id)
+                taken.add(fresh)
+                pending[block.id].append(fresh)
+                blocks.append(block.model_copy(update={"id": fresh}))
+                report.add(
+                    "renamed_call_id",
+                    f"tool call id {block.id} was used twice in one message; the second is now {fresh}",
+                )
+        out.append(message.model_copy(update={"content": blocks}))
     return out
 
 
+def _renumber_results(message: Message, pending: dict[str, list[str | None]]) -> Message:
+    seen: dict[str, int] = {}
+    blocks: list[object] = []
+    changed = False
+    for block in message.content:
+        if isinstance(block, ToolResultBlock) and block.call_id in pending:
+            nth = seen.get(block.call_id, 0)
+            seen[block.call_id] = nth + 1
+            ids = pending[block.call_id]
+            target = ids[nth] if nth < len(ids) else block.call_id
+            if target is not None and target != block.call_id:
+                block = block.model_copy(update={"call_id": target})
+                changed = True
+        blocks.append(block)
+    return message.model_copy(update={"content": blocks}) if changed else message
+
+
 # -- pairing calls and results --------------------------------------------------------------------
+_Key = tuple[int, str]  # (index of the declaring assistant message, call id)
+
+
 def _pair_results(messages: list[Message], report: RepairReport) -> list[Message]:
-    calls: set[str] = {c.id for m in messages if m.role == "assistant" for c in m.tool_calls}
-    results: dict[str, ToolResultBlock] = {}
-    for message in messages:
+    results: dict[_Key, ToolResultBlock] = {}
+    scope: dict[str, int] = {}  # call id -> index of its latest declaration so far
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            for call in message.tool_calls:
+                scope[call.id] = index
+            continue
         if message.role != "tool":
             continue
         for block in message.content:
             if not isinstance(block, ToolResultBlock):
                 continue
-            if block.call_id not in calls:
+            declared = scope.get(block.call_id)
+            if declared is None:
                 report.add("orphan_result", f"result for unknown tool call {block.call_id} dropped")
-            elif block.call_id in results:
+            elif (declared, block.call_id) in results:
                 report.add(
                     "duplicate_result", f"second result for tool call {block.call_id} dropped"
                 )
             else:
-                results[block.call_id] = block
+                results[(declared, block.call_id)] = block
 
     out: list[Message] = []
     for index, message in enumerate(messages):
@@ -262,7 +300,7 @@ def _pair_results(messages: list[Message], report: RepairReport) -> list[Message
         if message.role != "assistant" or not message.tool_calls:
             continue
         following = messages[index + 1] if index + 1 < len(messages) else None
-        out.append(_answer(message, following, results, report))
+        out.append(_answer(index, message, following, results, report))
     return out
 
 
@@ -273,44 +311,45 @@ def _answers_previous(messages: list[Message], index: int) -> bool:
 
 
 def _answer(
+    index: int,
     call_message: Message,
     following: Message | None,
-    results: dict[str, ToolResultBlock],
+    results: dict[_Key, ToolResultBlock],
     report: RepairReport,
 ) -> Message:
-    """The tool message that answers ``call_message``: ``following`` itself when it already
-    does, otherwise one rebuilt from the results found anywhere in the history."""
+    """The tool message that answers ``call_message`` (at ``index``): ``following`` itself
+    when it already does, otherwise one rebuilt from the results found in the history."""
     expected = [c.id for c in call_message.tool_calls]
     if following is not None and following.role == "tool":
         got = [b.call_id for b in following.content if isinstance(b, ToolResultBlock)]
         if (
             got == expected
             and len(following.content) == len(got)
-            and all(results.get(b.call_id) is b for b in following.tool_results)
+            and all(results.get((index, b.call_id)) is b for b in following.tool_results)
         ):
             return following
     answer: list[ToolResultBlock] = []
     local = (
-        {b.call_id for b in following.tool_results}
+        {id(b) for b in following.tool_results}
         if following is not None and following.role == "tool"
         else set()
     )
     for call_id in expected:
-        found = results.get(call_id)
+        found = results.get((index, call_id))
         if found is None:
             answer.append(interrupted_result(call_id, INTERRUPTED_ON_LOAD))
             report.add(
                 "interrupted_call", f"tool call {call_id} had no result; marked as interrupted"
             )
         else:
-            if call_id not in local:
+            if id(found) not in local:
                 report.add(
                     "moved_result",
                     f"result for tool call {call_id} moved to directly after its call",
                 )
             answer.append(found)
     if following is not None and following.role == "tool":
-        got = [b.call_id for b in following.tool_results if b.call_id in expected]
+        got = [b.call_id for b in following.tool_results if id(b) in {id(a) for a in answer}]
         if got != [c for c in expected if c in got]:
             report.add(
                 "moved_result", f"results after message {call_message.id} put into call order"

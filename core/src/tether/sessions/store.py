@@ -124,12 +124,13 @@ class SessionStore:
             raise SessionError(
                 f"No session named {name!r} in {self.root}. `tether sessions list` shows them."
             )
-        lock_fd = _acquire_lock(path)  # refuse to delete under a live writer
+        real = Path(os.path.realpath(path))
+        lock_fd = _acquire_lock(real)  # refuse to delete under a live writer
         try:
             path.unlink()
         finally:
             os.close(lock_fd)
-        path.with_name(path.name + ".lock").unlink(missing_ok=True)
+        real.with_name(real.name + ".lock").unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"<SessionStore {self.root}>"

@@ -18,13 +18,15 @@ def invariant_violations(messages: Sequence[Message]) -> list[str]:
 
     Rules: an assistant message with tool calls is immediately followed by a ``tool``
     message whose results answer exactly those calls, in declared order; a ``tool``
-    message appears only right after such an assistant message; tool-call ids are unique.
+    message appears only right after such an assistant message; the tool-call ids of one
+    message are unique (a later message may reuse an id: some providers number calls per
+    response).
     """
     problems: list[str] = []
-    seen_ids: set[str] = set()
     for index, message in enumerate(messages):
         if message.role == "assistant":
             calls = message.tool_calls
+            seen_ids: set[str] = set()
             for c in calls:
                 if c.id in seen_ids:
                     problems.append(f"message {index}: tool call id {c.id!r} is used twice")
