@@ -53,7 +53,7 @@ from .provider import ModelRequest, ModelResponse
 from .result import Outcome, RunResult
 from .retry import RetryPolicy
 from .run_settings import RunSettings
-from .sessions import AnySession, is_async_session, replace_messages
+from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
 from .tool_execution import (
     INTERRUPTED,
     ToolExecutor,
@@ -82,7 +82,6 @@ class Run:
     ) -> None:
         self.s = settings
         self.session = session
-        self._async_session = is_async_session(session)
         self.prompt = prompt
         self.cancel = cancel or CancelToken()
         self.new_messages: list[Message] = []
@@ -122,9 +121,9 @@ class Run:
 
     # -- public ------------------------------------------------------------------------------
     async def events(self) -> AsyncGenerator[RunEvent, None]:
-        self.guard.start()
-        observers = self.s.observers
-        with self.scope:
+        with one_run_at_a_time(self.session), self.scope:
+            self.guard.start()
+            observers = self.s.observers
             async with contextlib.aclosing(self._loop()) as loop:
                 async for event in loop:
                     if observers:
@@ -422,10 +421,9 @@ class Run:
 
     # -- bookkeeping -------------------------------------------------------------------------------
     async def _append(self, message: Message) -> None:
-        if self._async_session:
-            await self.session.append(message)  # type: ignore[misc]
-        else:
-            self.session.append(message)
+        """Write ``message`` to the session (off the event loop when the session can) and
+        keep it among this run's new messages."""
+        await append_message(self.session, message)
         self.new_messages.append(message)
 
     def _result(self, outcome: Outcome, error: TetherError | None) -> RunResult:

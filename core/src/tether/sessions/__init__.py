@@ -18,6 +18,7 @@ from .base import (
     append_message,
     close_session,
     is_async_session,
+    one_run_at_a_time,
     replace_messages,
 )
 from .jsonl import JsonlSession, load_session_file
@@ -47,6 +48,7 @@ __all__ = [
     "close_session",
     "is_async_session",
     "load_session_file",
+    "one_run_at_a_time",
     "open_session_backend",
     "repair_messages",
     "replace_messages",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
+from ..errors import SessionBusyError
 from ..messages import Message
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "append_message",
     "close_session",
     "is_async_session",
+    "one_run_at_a_time",
     "replace_messages",
 ]
 
@@ -115,3 +118,28 @@ async def close_session(session: object) -> None:
     close = getattr(session, "close", None)
     if close is not None:
         close()
+
+
+_IN_USE: set[int] = set()
+"""``id()`` of every session a run is using right now."""
+
+
+@contextlib.contextmanager
+def one_run_at_a_time(session: object) -> Iterator[None]:
+    """Mark ``session`` as used by a run for the duration of the block.
+
+    :raises SessionBusyError: another run is using it: two runs on one history would each
+        send requests with the other's half-finished turns in them.
+    """
+    key = id(session)
+    if key in _IN_USE:
+        raise SessionBusyError(
+            f"Session {getattr(session, 'id', '?')} is already in use by another run. Runs on "
+            "one session must take turns (await the first one), or give each concurrent run "
+            "its own session."
+        )
+    _IN_USE.add(key)
+    try:
+        yield
+    finally:
+        _IN_USE.discard(key)
