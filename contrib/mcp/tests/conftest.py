@@ -80,10 +80,10 @@ def _stdio_table(record: Path, **extra: Any) -> dict[str, Any]:
 
 
 class HttpServer:
-    def __init__(self, record: Path) -> None:
+    def __init__(self, record: Path, mode: str = "http") -> None:
         env = {**os.environ, "MCP_TEST_RECORD": str(record)}
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), "http"], stdout=subprocess.PIPE, env=env, text=True
+            [sys.executable, str(SERVER), mode], stdout=subprocess.PIPE, env=env, text=True
         )
         assert self.process.stdout is not None
         line = _readline(self.process, timeout=30)
@@ -117,6 +117,16 @@ def _readline(process: subprocess.Popen[str], timeout: float) -> str:
 @pytest.fixture
 def http_server(record: Path) -> Iterator[HttpServer]:
     server = HttpServer(record)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def secured_server(record: Path) -> Iterator[HttpServer]:
+    """An HTTP server that only accepts the bearer token ``good-token``."""
+    server = HttpServer(record, "http-auth")
     try:
         yield server
     finally:

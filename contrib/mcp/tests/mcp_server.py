@@ -14,6 +14,8 @@ import socket
 import sys
 from typing import TypedDict
 
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents
@@ -139,6 +141,27 @@ async def grow(ctx: Context) -> str:
     return "added late"
 
 
+class Verifier:
+    """Accepts one bearer token: what an OAuth-protected server does with a valid one."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if token != "good-token":
+            return None
+        return AccessToken(token=token, client_id="tether", scopes=[])
+
+
+def secured(url: str) -> MCPServer:
+    """A server that only answers requests carrying the bearer token ``good-token``."""
+    app = MCPServer(
+        "secured",
+        log_level="WARNING",
+        token_verifier=Verifier(),
+        auth=AuthSettings(issuer_url="http://127.0.0.1:9/", resource_server_url=url),
+    )
+    app.add_tool(echo)
+    return app
+
+
 def main() -> None:
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":
@@ -150,8 +173,12 @@ def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    app = server.streamable_http_app()
+    port = sock.getsockname()[1]
+    print(f"PORT {port}", flush=True)
+    if transport == "http-auth":
+        app = secured(f"http://127.0.0.1:{port}/mcp").streamable_http_app()
+    else:
+        app = server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 

@@ -227,3 +227,53 @@ def serve(
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_http(host, port, ready))
+
+
+@mcp.command("login")
+@click.argument("name")
+@pass_state
+def login(state: CliState, name: str) -> None:
+    """Sign in to HTTP server NAME with OAuth (it needs `oauth = true`) and keep the tokens.
+
+    Opens the authorization page in a browser and waits for its redirect. Tokens are kept
+    owner-only in the data directory and refreshed as needed.
+    """
+    from .errors import ServerUnavailable
+    from .oauth import SIGN_IN_TIMEOUT, token_path
+
+    conn = _connection(state, name)
+    if not conn.settings.oauth:
+        fail(f"[mcp.servers.{name}] does not use OAuth: set `oauth = true` (HTTP servers only).")
+    conn.settings = conn.settings.model_copy(
+        update={"startup_timeout": SIGN_IN_TIMEOUT + conn.settings.startup_timeout}
+    )
+
+    async def sign_in() -> None:
+        try:
+            await conn.ensure_started()
+        finally:
+            await conn.aclose()
+
+    try:
+        asyncio.run(sign_in())
+    except ServerUnavailable as exc:
+        fail(str(exc))
+    assert conn.oauth_dir is not None
+    click.echo(f"Signed in to {name}; tokens kept in {token_path(conn.oauth_dir, name)}.")
+
+
+@mcp.command("logout")
+@click.argument("name")
+@pass_state
+def logout(state: CliState, name: str) -> None:
+    """Forget the OAuth tokens of server NAME."""
+    from .oauth import token_path
+
+    conn = _connection(state, name)
+    assert conn.oauth_dir is not None
+    path = token_path(conn.oauth_dir, name)
+    if path.exists():
+        path.unlink()
+        click.echo(f"Removed the tokens of {name}.")
+    else:
+        click.echo(f"No tokens kept for {name}.")

@@ -47,6 +47,10 @@ class ServerSettings(BaseModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     oauth: bool = False
+    oauth_redirect_port: int = Field(
+        33418, ge=1, le=65535, description="Loopback port the OAuth sign-in redirects to."
+    )
+    oauth_scope: str | None = None
     tools: list[str] | None = Field(None, description="Allow-list of the server's tool names.")
     startup_timeout: float = Field(30.0, gt=0, description="Seconds to connect and list tools.")
     call_timeout: float | None = Field(120.0, gt=0, description="Seconds per tool call.")
@@ -59,6 +63,8 @@ class ServerSettings(BaseModel):
     def _one_transport(self) -> ServerSettings:
         if (self.command is None) == (self.url is None):
             raise ValueError("give either `command` (a stdio server) or `url` (streamable HTTP)")
+        if self.oauth and self.url is None:
+            raise ValueError("`oauth` applies to HTTP servers (`url`), not to stdio ones")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"`url` must start with http:// or https://, got {self.url!r}")
         return self
