@@ -7,7 +7,9 @@ any plugin.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
 from .errors import ConfigError
@@ -74,4 +76,4 @@ def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
 def register_tools(tools: ToolRegistrar) -> None:
     from .knowledge.tool import kb_toolset
 
-    tools.add(kb_toolset())
+    tools.add(kb_toolset(), settings={"k": Annotated[int, Field(ge=1, le=50)]})

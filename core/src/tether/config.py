@@ -281,9 +281,9 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
                 problems.append(f"unknown key '{key}'")
             else:
                 problems.append(f"'{key}': {err['msg']}")
-        raise ConfigError(
-            f"{where}: " + "; ".join(problems) + ". See the configuration docs for valid keys."
-        ) from None
+        unknown = any(err["type"] == "extra_forbidden" for err in exc.errors())
+        hint = " See the configuration docs for valid keys." if unknown else ""
+        raise ConfigError(f"{where}: " + "; ".join(problems) + "." + hint) from None
     config.source = source
     return config
 

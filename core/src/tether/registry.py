@@ -175,13 +175,27 @@ class ToolRegistrar(Registrar[Toolset]):
     """``tools.add(get_weather)`` or ``tools.add(Toolset("fs", [...]))``.
 
     A toolset is enabled by its name; a single tool is a toolset of one, named after it.
+    ``settings`` declares the keys the toolset's tools read from ``[tool_settings.<toolset>]``
+    and ``[tool_settings.<tool>]``, each with its type (anything pydantic validates:
+    ``int``, ``list[str]``, ``Annotated[float, Field(ge=0)]``, ...). When declared, any
+    other key, or a value of the wrong type, is a configuration error at start.
     """
 
     kind = "tool"
 
-    def add(self, item: Tool | Toolset | Callable[..., Any], name: str | None = None) -> None:  # type: ignore[override]
+    def add(  # type: ignore[override]
+        self,
+        item: Tool | Toolset | Callable[..., Any],
+        name: str | None = None,
+        *,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
         toolset = item if isinstance(item, Toolset) else Toolset(name or as_tool(item).name, [item])
-        super().add(name or toolset.name, toolset)
+        super().add(
+            name or toolset.name,
+            toolset,
+            settings=dict(settings) if settings is not None else None,
+        )
 
 
 class MemoryBackendRegistrar(Registrar[Callable[..., Any]]):

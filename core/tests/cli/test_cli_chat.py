@@ -97,6 +97,9 @@ def test_a_session_open_elsewhere_is_refused_with_a_clear_message(
         result = chat("--session", "busy", input="hi\n")
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: ")
+    assert "is already open for writing" in result.stderr
+    assert "`tether sessions show busy`" in result.stderr
+    assert "read_only=True" not in result.stderr  # says CLI things to a CLI user
     assert "Traceback" not in result.output
 
 

@@ -130,7 +130,8 @@ def test_a_refusal_exits_1_with_a_message(invoke: Invoke) -> None:
 def test_an_unknown_tool_name_is_a_clean_error_listing_the_registered_ones(invoke: Invoke) -> None:
     result = invoke(*FAKE, "run", "-m", "fake-small", "--tools", "ad", "hi")
     assert result.exit_code == 1
-    assert 'No tool or toolset named "ad"' in result.stderr and "add" in result.stderr
+    assert "--tools names 'ad', which is no registered tool or toolset" in result.stderr
+    assert '(did you mean "add"?)' in result.stderr and "Registered: add, kb" in result.stderr
 
 
 def test_an_unimportable_plugin_module_is_a_clean_error(invoke: Invoke) -> None:

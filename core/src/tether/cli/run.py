@@ -88,9 +88,13 @@ def build_agent(
     chosen one cannot be resolved; the message names where the model came from.
     """
     from ..agent import Agent
+    from ..config_check import check_plugin_settings, check_tool_names
     from .model_choice import choose_model
 
     config = state.config()
+    check_plugin_settings(config, state.plugin_manager())
+    if tools is not None:
+        check_tool_names(tools, state.plugin_manager(), "--tools")
     providers = state.plugin_manager().providers
     choice = choose_model(model, config, providers)
     if choice.announce:

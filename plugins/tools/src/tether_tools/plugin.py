@@ -1,7 +1,16 @@
 """The entry point of ``tether-tools``: registers the ``fs``, ``shell`` and ``web``
-toolsets through ``register_tools``, exactly as a third-party tool plugin would."""
+toolsets through ``register_tools``, exactly as a third-party tool plugin would.
+
+``fs`` and ``shell`` declare their settings, so a misspelt or wrongly typed key in
+``[tool_settings.fs]`` (or ``.shell``, ``.read_file``, ...) fails at start. ``web`` does
+not: a custom search backend (``backend = "package.module:factory"``) reads keys of its
+own from the same section."""
 
 from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from tether.hookspecs import hookimpl
 from tether.registry import ToolRegistrar
@@ -11,7 +20,7 @@ from .fs import edit_file, glob, grep, list_dir, read_file, write_file
 from .shell import run_command
 from .web import web_fetch, web_search
 
-__all__ = ["FS", "SHELL", "WEB", "register_tools"]
+__all__ = ["FS", "FS_SETTINGS", "SHELL", "SHELL_SETTINGS", "WEB", "register_tools"]
 
 FS = Toolset(
     "fs",
@@ -24,8 +33,39 @@ WEB = Toolset(
 )
 
 
+Count = Annotated[int, Field(ge=1)]
+Seconds = Annotated[float, Field(ge=0)]
+
+#: Keys of ``[tool_settings.fs]`` and of each file tool's own section, with their types.
+FS_SETTINGS: dict[str, Any] = {
+    "root": str,
+    "max_read_bytes": Count,
+    "max_lines": Count,
+    "max_write_bytes": Count,
+    "max_entries": Count,
+    "max_results": Count,
+    "max_matches": Count,
+    "max_file_bytes": Count,
+}
+
+#: Keys of ``[tool_settings.shell]`` (and ``[tool_settings.run_command]``).
+SHELL_SETTINGS: dict[str, Any] = {
+    "root": str,
+    "timeout": Seconds,
+    "max_timeout": Seconds,
+    "inherit_env": bool,
+    "env_allow": list[str],
+    "env_deny": list[str],
+    "env": dict[str, str],
+    "shell": str,
+    "max_output_bytes": Count,
+    "allow": list[str],
+    "deny": list[str],
+}
+
+
 @hookimpl
 def register_tools(tools: ToolRegistrar) -> None:
-    tools.add(FS)
-    tools.add(SHELL)
+    tools.add(FS, settings=FS_SETTINGS)
+    tools.add(SHELL, settings=SHELL_SETTINGS)
     tools.add(WEB)
