@@ -82,7 +82,7 @@ def parse_tool_arguments(
             f"The arguments must be a JSON object, got {_kind(value)}. "
             'Send an object such as {"name": value}.'
         )
-    check_tool_arguments(value, max_chars=None, max_depth=max_depth)
+    _scan(value, max_depth)
     return value
 
 
@@ -94,12 +94,10 @@ def check_tool_arguments(
 ) -> None:
     """Raise :class:`InvalidToolArguments` if already decoded ``arguments`` nest too
     deeply, hold a NUL character or a string that is not encodable as UTF-8, or (when
-    ``max_chars`` is set) serialise to more than ``max_chars`` characters."""
-    _check_strings_and_depth(arguments, max_depth)
-    if max_chars is not None:
-        size = len(json.dumps(arguments, ensure_ascii=False, default=str))
-        if size > max_chars:
-            raise _too_long(size, max_chars)
+    ``max_chars`` is set) would take more than about ``max_chars`` characters as JSON."""
+    size, _ = _scan(arguments, max_depth)
+    if max_chars is not None and size > max_chars:
+        raise _too_long(size, max_chars)
 
 
 def split_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
@@ -126,10 +124,14 @@ def prepare_arguments(
     """
     if raw_arguments is not None:
         decoded = parse_tool_arguments(raw_arguments)
+        has_bool = _scan(decoded, MAX_ARGUMENT_DEPTH)[1]
     else:
         decoded = dict(arguments)
-        check_tool_arguments(decoded)
-    check_argument_types(schema, decoded)
+        size, has_bool = _scan(decoded, MAX_ARGUMENT_DEPTH)
+        if size > MAX_ARGUMENT_CHARS:
+            raise _too_long(size, MAX_ARGUMENT_CHARS)
+    if has_bool:
+        check_argument_types(schema, decoded)
     return decoded
 
 
@@ -197,40 +199,58 @@ def _depth_error() -> InvalidToolArguments:
     )
 
 
-def _check_strings_and_depth(root: Any, max_depth: int) -> None:
+def _scan(root: Any, max_depth: int) -> tuple[int, bool]:
+    """Check every string and the nesting depth of ``root`` (raising
+    ``InvalidToolArguments``); return its approximate size as JSON text and whether it
+    holds a boolean anywhere."""
+    size = 0
+    has_bool = False
     stack: list[tuple[Any, int, str]] = [(root, 0, "")]
     while stack:
         value, depth, path = stack.pop()
         if isinstance(value, str):
             _check_string(value, path or "(value)")
+            size += len(value) + 3
         elif isinstance(value, Mapping):
             if depth >= max_depth:
                 raise _depth_error()
+            size += 2
             for key, item in value.items():
                 key_text = key if isinstance(key, str) else str(key)
                 where = f"{path}.{key_text}" if path else key_text
-                _check_string(key_text, f"the key of {_show(where)}")
+                _check_string(key_text, where, key=True)
+                size += len(key_text) + 4
                 stack.append((item, depth + 1, where))
         elif isinstance(value, list | tuple):
             if depth >= max_depth:
                 raise _depth_error()
+            size += 2
             for index, item in enumerate(value):
                 stack.append((item, depth + 1, f"{path}[{index}]"))
+        else:
+            has_bool = has_bool or isinstance(value, bool)
+            size += 8
+    return size, has_bool
 
 
-def _check_string(text: str, where: str) -> None:
+def _check_string(text: str, where: str, *, key: bool = False) -> None:
     if "\x00" in text:
         raise _INVALID(
-            f"{_show(where)} contains a NUL character (\\u0000), which no argument may "
-            "hold. Remove it."
+            f"{_place(where, key)} contains a NUL character (\\u0000), which no argument "
+            "may hold. Remove it."
         )
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _INVALID(
-            f"{_show(where)} contains text that cannot be encoded as UTF-8 (a lone "
-            "surrogate such as \\ud800). Send valid Unicode text."
-        ) from None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _INVALID(
+                f"{_place(where, key)} contains text that cannot be encoded as UTF-8 (a lone "
+                "surrogate such as \\ud800). Send valid Unicode text."
+            ) from None
+
+
+def _place(where: str, key: bool) -> str:
+    return f"The key of {_show(where)}" if key else _show(where)
 
 
 def _walk_types(

@@ -25,18 +25,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
-from .errors import ProviderError, ProviderTimeoutError, RetryBudgetExceeded
+from .errors import ProviderError, ProviderTimeoutError, RetryBudgetExceeded, WallTimeExceeded
 
 if TYPE_CHECKING:
     from .guard import RunGuard
     from .provider import ModelRequest, Provider, ProviderEvent
 
 __all__ = ["check_retry_budget", "guarded_stream", "within_deadline"]
-
-E = TypeVar("E")
 
 
 async def guarded_stream(
@@ -46,55 +44,127 @@ async def guarded_stream(
     deadline and the stream idle timeout of its limits (see the module docstring).
 
     The provider's stream is closed when this generator ends, whichever way it ends. The
-    consumer's time between events does not count against the idle timeout.
+    consumer's time between events does not count against the idle timeout. One timer
+    per stream watches the waits (an event costs two attribute writes, not a timeout).
     """
     source = provider.stream(request)
-    idle = guard.limits.stream_idle_timeout_s
+    watch = _Watchdog(guard, provider.name)
     try:
         while True:
-            left = guard.remaining()
-            if left is not None and left <= 0:
+            if watch.expired:
                 raise guard.deadline_error()
+            watch.waiting = True
+            watch.last = watch.loop.time()
             try:
-                event = await _next(source, idle, left, provider.name, guard)
+                event = await anext(source)
             except StopAsyncIteration:
                 return
+            except asyncio.CancelledError:
+                error = watch.claim()
+                if error is None:
+                    raise
+                raise error from None
+            finally:
+                watch.waiting = False
             yield event
     finally:
+        watch.stop()
         aclose = getattr(source, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
                 await aclose()
 
 
-async def _next(
-    source: AsyncIterator[E], idle: float | None, left: float | None, name: str, guard: RunGuard
-) -> E:
-    """The next event of ``source``, waiting at most ``idle`` or ``left`` seconds."""
-    wait = idle if left is None else (left if idle is None else min(idle, left))
-    if wait is None:
-        return await anext(source)
-    timeout = asyncio.timeout(wait)
-    try:
-        async with timeout:
-            return await anext(source)
-    except TimeoutError:
-        if not timeout.expired():
-            raise
-        if idle is not None and wait >= idle:
-            raise ProviderTimeoutError(
-                f"The {name} stream sent nothing for {idle:g} s (stream idle timeout). "
-                "Retrying; raise limits.stream_idle_timeout_s if the model legitimately "
-                "pauses this long.",
-                provider=name,
-            ) from None
-        raise guard.deadline_error() from None
+class _Watchdog:
+    """Cancels the task waiting in a stream when it waited ``idle`` seconds for one event,
+    or when the run's deadline passes; :meth:`claim` turns that cancellation into the
+    error to raise."""
+
+    __slots__ = (
+        "_cancelling",
+        "_fired",
+        "_guard",
+        "_handle",
+        "_idle",
+        "_name",
+        "_task",
+        "_until",
+        "expired",
+        "last",
+        "loop",
+        "waiting",
+    )
+
+    def __init__(self, guard: RunGuard, name: str) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._cancelling = self._task.cancelling() if self._task is not None else 0
+        self._guard = guard
+        self._name = name
+        self._idle = guard.limits.stream_idle_timeout_s
+        left = guard.remaining()
+        self._until = None if left is None else self.loop.time() + left
+        self._fired: BaseException | None = None
+        self.expired = False
+        self.waiting = False
+        self.last = self.loop.time()
+        self._handle: asyncio.TimerHandle | None = None
+        self._schedule(self.loop.time())
+
+    def _schedule(self, now: float) -> None:
+        due = self._until
+        if self._idle is not None:
+            due = now + self._idle if due is None else min(due, now + self._idle)
+        if due is not None and self._task is not None:
+            self._handle = self.loop.call_at(due, self._check)
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        if self._until is not None and now >= self._until:
+            self._fire(self._guard.deadline_error())
+        elif self.waiting and self._idle is not None and now - self.last >= self._idle:
+            self._fire(
+                ProviderTimeoutError(
+                    f"The {self._name} stream sent nothing for {self._idle:g} s (stream idle "
+                    "timeout). Retrying; raise limits.stream_idle_timeout_s if the model "
+                    "legitimately pauses this long.",
+                    provider=self._name,
+                )
+            )
+        else:
+            self._schedule(self.last if self.waiting else now)
+
+    def _fire(self, error: BaseException) -> None:
+        self._handle = None
+        if isinstance(error, WallTimeExceeded):
+            self.expired = True  # also raised at the next wait, if the consumer has control now
+        if self.waiting and self._task is not None and not self._task.done():
+            self._fired = error
+            self._task.cancel("tether: stream deadline")
+
+    def claim(self) -> BaseException | None:
+        """The error to raise for the cancellation that just arrived, if the watchdog
+        caused it (and nobody else also cancelled the task)."""
+        error, self._fired = self._fired, None
+        if error is None or self._task is None:
+            return None
+        if self._task.uncancel() > self._cancelling:
+            return None
+        return error
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 @contextlib.asynccontextmanager
 async def within_deadline(guard: RunGuard) -> AsyncGenerator[None, None]:
     """Bound the body by ``guard``'s wall-time deadline: raise its ``WallTimeExceeded``
     when the deadline passes (for waits that are not streams, e.g. a compaction)."""
+    if guard.deadline is None:
+        yield
+        return
     try:
         async with asyncio.timeout(guard.remaining()):
             yield

@@ -54,35 +54,52 @@ _SECRET_PARAMS = (
     "key|api_key|apikey|api-key|access_token|accesstoken|token|auth|secret|password|passwd"
     "|sig|signature|client_secret|x-goog-api-key"
 )
-_SHAPES = re.compile(
-    "|".join(
-        [
+# (markers, pattern): a pattern runs only on text that contains one of its markers, so
+# scrubbing ordinary text costs a few substring searches, not a regex scan per pattern.
+_SHAPES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (markers, re.compile(pattern))
+    for markers, pattern in (
+        (
+            ("PRIVATE KEY-----",),
             r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-            r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",
-            r"\b(?:rk|pk|sk)_(?:live|test)_[A-Za-z0-9]{16,}",
-            r"\bAIza[0-9A-Za-z_\-]{30,}",
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-            r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-            r"\bglpat-[A-Za-z0-9_\-]{20,}",
-            r"\bxox[abeprs]-[A-Za-z0-9\-]{10,}",
-            r"\bhf_[A-Za-z0-9]{30,}",
-            r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        ]
+        ),
+        (("sk-",), r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"),
+        (("_live_", "_test_"), r"\b(?:rk|pk|sk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+        (("AIza",), r"\bAIza[0-9A-Za-z_\-]{30,}"),
+        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+        (("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+        (("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+        (("xox",), r"\bxox[abeprs]-[A-Za-z0-9\-]{10,}"),
+        (("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),
+        (("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        (("eyJ",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     )
 )
-# Keep the prefix (group 1), replace the secret part that follows it.
-_PREFIXED = re.compile(
-    r"((?:[Bb]earer|[Bb]asic)\s+)[A-Za-z0-9_\-.~+/=]{8,}"
-    r"|(://[^\s/:@\"'\\]+:)[^\s/@\"'\\]+(?=@)"
-    rf"|([?&;](?:{_SECRET_PARAMS})=)[^&\s#\"'\\]+"
-    r"|((?:x-api-key|api-key|x-goog-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"'\\,}]{8,}",
-    re.IGNORECASE,
+# Keep the prefix (group 1), replace the secret part that follows it. Markers are
+# matched against the lower-cased text.
+_PREFIXED: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (markers, re.compile(pattern, re.IGNORECASE))
+    for markers, pattern in (
+        (("bearer", "basic"), r"((?:bearer|basic)\s+)[A-Za-z0-9_\-.~+/=]{8,}"),
+        (("://",), r"(://[^\s/:@\"'\\]+:)[^\s/@\"'\\]+(?=@)"),
+        (
+            ("key=", "token=", "auth=", "secret=", "passwd=", "password=", "sig=", "signature="),
+            rf"([?&;](?:{_SECRET_PARAMS})=)[^&\s#\"'\\]+",
+        ),
+        (
+            ("api-key", "authorization"),
+            r"((?:x-api-key|api-key|x-goog-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)"
+            r"[^\s\"'\\,}]{8,}",
+        ),
+    )
 )
 
 _lock = threading.Lock()
 _registered: set[str] = set()
-_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+_cache: tuple[tuple[int, object], tuple[frozenset[str], tuple[str, ...]]] = (
+    (-1, None),
+    (frozenset(), ()),
+)
 
 
 def register_secret(value: str | None) -> None:
@@ -142,20 +159,28 @@ def secret_environment(environ: Iterable[tuple[str, str]] | None = None) -> dict
 def known_secrets() -> frozenset[str]:
     """Every literal value :func:`scrub` removes: registered secrets and the values of
     secret environment variables, as of now."""
-    with _lock:
-        registered = frozenset(_registered)
-    return registered | frozenset(secret_environment().values())
+    return _literals()[0]
 
 
 def scrub(text: str) -> str:
     """``text`` with every known secret and credential-shaped string replaced by ``***``."""
-    if not text:
+    if len(text) < MIN_SECRET_LENGTH:  # shorter than any secret or credential shape
         return text
-    literal = _literal_pattern()
-    if literal is not None:
-        text = literal.sub(REDACTED, text)
-    text = _SHAPES.sub(REDACTED, text)
-    return _PREFIXED.sub(_keep_prefix, text)
+    for secret in _literals()[1]:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for markers, pattern in _SHAPES:
+        for marker in markers:
+            if marker in text:
+                text = pattern.sub(REDACTED, text)
+                break
+    lowered = text.lower()
+    for markers, pattern in _PREFIXED:
+        for marker in markers:
+            if marker in lowered:
+                text = pattern.sub(_keep_prefix, text)
+                break
+    return text
 
 
 def format_exception(exc: BaseException) -> str:
@@ -221,16 +246,26 @@ def _keep_prefix(match: re.Match[str]) -> str:
     return prefix + REDACTED
 
 
-def _literal_pattern() -> re.Pattern[str] | None:
+def _environment_snapshot() -> object:
+    """Something equal to the last snapshot exactly when the environment is unchanged;
+    cheap (CPython keeps the raw environment in a dict that compares in C)."""
+    raw = getattr(os.environ, "_data", None)
+    return dict(raw) if isinstance(raw, dict) else tuple(os.environ.items())
+
+
+def _literals() -> tuple[frozenset[str], tuple[str, ...]]:
+    """The known secrets, as a set and longest first; recomputed only when the registry
+    or the environment changed since the last call."""
     global _cache
-    secrets = known_secrets()
-    cached_for, pattern = _cache
-    if secrets == cached_for:
-        return pattern
-    if secrets:
-        ordered = sorted(secrets, key=len, reverse=True)
-        pattern = re.compile("|".join(re.escape(s) for s in ordered))
-    else:
-        pattern = None
-    _cache = (secrets, pattern)
-    return pattern
+    raw = getattr(os.environ, "_data", None)
+    registered_count = len(_registered)
+    (count, snapshot), cached = _cache
+    if count == registered_count and (raw == snapshot if isinstance(raw, dict) else False):
+        return cached
+    snapshot = _environment_snapshot()
+    with _lock:
+        registered = frozenset(_registered)
+    secrets = registered | frozenset(secret_environment().values())
+    value = (secrets, tuple(sorted(secrets, key=len, reverse=True)))
+    _cache = ((len(registered), snapshot), value)
+    return value

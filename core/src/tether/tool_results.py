@@ -112,6 +112,8 @@ def _content(value: Any) -> Content:
         and all(isinstance(v, TextBlock | ImageBlock) for v in value)
     ):
         return list(value)
+    if type(value) is int:
+        return str(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     try:
