@@ -40,6 +40,8 @@ def test_a_valid_history_has_no_violations() -> None:
     history = [Message.user("hi"), asks("a", "b"), answers("a", "b"), Message.user("more")]
     assert invariant_violations(history) == []
     assert_invariant(history)
+    reused = [asks("call_0"), answers("call_0"), asks("call_0"), answers("call_0")]
+    assert invariant_violations(reused) == []  # providers that number calls per response
 
 
 @pytest.mark.parametrize(
@@ -52,10 +54,7 @@ def test_a_valid_history_has_no_violations() -> None:
         ([asks("a"), answers("a", "x")], "do not answer calls ['a']"),
         ([answers("a")], "tool message without a preceding assistant tool call"),
         ([Message.user("hi"), answers("a")], "tool message without a preceding assistant"),
-        (
-            [asks("a"), answers("a"), asks("a"), answers("a")],
-            "tool call id 'a' is used twice",
-        ),
+        ([asks("a", "a"), answers("a", "a")], "tool call id 'a' is used twice"),
     ],
     ids=[
         "unanswered-at-end",
@@ -76,7 +75,7 @@ def test_each_violation_is_reported(history: list[Message], expected: str) -> No
 
 
 def test_every_problem_is_listed_not_only_the_first() -> None:
-    history = [answers("x"), asks("a", "b"), answers("b", "a"), asks("a")]
+    history = [answers("x"), asks("a", "b"), answers("b", "a"), asks("c", "c")]
     problems = invariant_violations(history)
     assert len(problems) == 4
     with pytest.raises(InvariantViolation) as info:
