@@ -205,8 +205,13 @@ class JsonlSession:
 
         :raises SessionError: the write failed; nothing of ``message`` stays in the file.
         """
+        self._append_line(self._line(message), message)
+
+    def _line(self, message: Message) -> bytes:
+        return scrub(message.to_json()).encode("utf-8") + b"\n"
+
+    def _append_line(self, line: bytes, message: Message) -> None:
         fd = self._writable()
-        line = scrub(message.to_json()).encode("utf-8") + b"\n"
         try:
             size = os.fstat(fd).st_size
             write_all(fd, line)
@@ -232,8 +237,9 @@ class JsonlSession:
         self._rewrite(list(messages))
 
     async def append_async(self, message: Message) -> None:
-        """:meth:`append` on a disk thread: the event loop does not wait on the disk."""
-        await off_loop(self.append, message)
+        """:meth:`append` with the file work on a disk thread: the event loop does not wait
+        on the disk (the line is encoded here, so the thread holds no lock Python needs)."""
+        await off_loop(self._append_line, self._line(message), message)
 
     async def replace_async(self, messages: Sequence[Message]) -> None:
         """:meth:`replace` on a disk thread: the event loop does not wait on the disk."""
