@@ -186,6 +186,20 @@ class Tokenizer:
             found = self._learn(words)
         return list(filter(None, found))
 
+    def words(self, text: str) -> list[str]:
+        """The words of ``text``, lower-cased, stop words included: what :meth:`term_map`
+        maps to terms."""
+        return _WORD.findall(text.lower())
+
+    def term_map(self, words: Iterable[str]) -> dict[str, str]:
+        """Each distinct word of ``words`` and its term (``""`` for a stop word)."""
+        distinct = list(dict.fromkeys(words))
+        kept = [w for w in distinct if w not in self.stop_words]
+        stems = self._stem(kept) if self._stem is not None else kept
+        mapping = dict.fromkeys(distinct, "")
+        mapping.update(zip(kept, stems, strict=True))
+        return mapping
+
     def _learn(self, words: list[str]) -> list[str]:
         """The terms of ``words`` (``""`` for stop words), remembering the new ones."""
         terms = self._terms

@@ -275,15 +275,14 @@ class ChromaBackend:
             self._slot_of.clear()
             self._id_of.clear()
             slots: list[int] = []
-            encoded = []
+            texts: list[str] = []
             for record_id, text, metadata in self._all(self._chunks, ["documents", "metadatas"]):
                 slot = len(self._slot_of)
                 self._slot_of[record_id] = slot
                 self._id_of[slot] = record_id
                 slots.append(slot)
-                indexed = _chunk(text or "", metadata).indexed_text
-                encoded.append(self._keywords.encode(self._tokenize(indexed)))
-            self._keywords.add_many(slots, encoded)
+                texts.append(_chunk(text or "", metadata).indexed_text)
+            self._keywords.add_many(slots, self._keywords.encode_texts(texts, self._tokenize))
             self._generation = generation
         return self._keywords
 
@@ -294,7 +293,7 @@ class ChromaBackend:
             slot += 1
         self._slot_of[chunk_id] = slot
         self._id_of[slot] = chunk_id
-        ids, counts = self._keywords.encode(self._tokenize(text))
+        ((ids, counts),) = self._keywords.encode_texts([text], self._tokenize)
         self._keywords.add(slot, ids, counts)
 
     def _forget(self, chunk_id: str) -> None:

@@ -253,12 +253,17 @@ class SqliteBackend:
             with self._transaction():
                 # Under the write lock: no other process can add terms until we commit.
                 self._refresh()
-                encoded = [
-                    [self._keywords.encode(t) for t in tokens] for _, _, tokens, _ in prepared
-                ]
+                flat = self._keywords.encode_texts(
+                    [c.indexed_text for _, chunks, _ in prepared for c in chunks], self._tokenize
+                )
+                encoded = []
+                offset = 0
+                for _, chunks, _ in prepared:
+                    encoded.append(flat[offset : offset + len(chunks)])
+                    offset += len(chunks)
                 next_id = self._next_chunk_id()
                 chunk_rows: list[tuple[Any, ...]] = []
-                for (info, chunks, _, matrix), terms in zip(prepared, encoded, strict=True):
+                for (info, chunks, matrix), terms in zip(prepared, encoded, strict=True):
                     old_slots += self._delete_rows(info.doc_id)
                     ids = list(range(next_id, next_id + len(chunks)))
                     next_id += len(chunks)
@@ -281,7 +286,7 @@ class SqliteBackend:
                     ]
                 self._db.executemany(
                     "INSERT INTO documents(doc_id, content_hash, chunks, embedder) VALUES (?, ?, ?, ?)",
-                    [(i.doc_id, i.content_hash, i.chunks, i.embedder) for i, _, _, _ in prepared],
+                    [(i.doc_id, i.content_hash, i.chunks, i.embedder) for i, _, _ in prepared],
                 )
                 self._db.executemany(
                     "INSERT INTO terms(id, term) VALUES (?, ?)",
@@ -299,7 +304,7 @@ class SqliteBackend:
             for slot in old_slots:
                 self._keywords.remove(slot)
                 self._vectors.remove(slot)
-            for ids, terms, (_, _, _, matrix) in zip(slots, encoded, prepared, strict=True):
+            for ids, terms, (_, _, matrix) in zip(slots, encoded, prepared, strict=True):
                 self._keywords.add_many(ids, terms)
                 if matrix is not None:
                     self._vectors.add_many(ids, matrix)
@@ -309,8 +314,8 @@ class SqliteBackend:
         info: DocumentInfo,
         chunks: Sequence[Chunk],
         vectors: Sequence[Sequence[float]] | None,
-    ) -> tuple[DocumentInfo, Sequence[Chunk], list[list[str]], Any]:
-        """Check one document's vectors and tokenize its chunks (outside the lock)."""
+    ) -> tuple[DocumentInfo, Sequence[Chunk], Any]:
+        """Check one document's vectors (before taking the lock)."""
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors.")
         matrix = None
@@ -323,8 +328,7 @@ class SqliteBackend:
                     f"{matrix.shape[1]}. One knowledge base needs one embedder: re-add every "
                     f"document with the new one, or use another path."
                 )
-        tokens = [self._tokenize(chunk.indexed_text) for chunk in chunks]
-        return info, chunks, tokens, matrix
+        return info, chunks, matrix
 
     def _next_chunk_id(self) -> int:
         """The first unused chunk id (ids are never reused, as with AUTOINCREMENT)."""

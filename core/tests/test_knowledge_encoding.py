@@ -1,0 +1,40 @@
+"""Batch term encoding gives exactly the terms and counts the tokenizer gives."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.knowledge.keyword_index import KeywordIndex
+from tether.knowledge.text import Tokenizer
+
+WORDS = ["the", "studies", "studied", "retry", "Retries", "of", "ünïcode", "x1", "_", "a"]
+texts = st.lists(
+    st.lists(st.sampled_from(WORDS) | st.text(max_size=6), max_size=30).map(" ".join),
+    max_size=12,
+)
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.lists(texts, min_size=1, max_size=3))
+def test_encode_texts_counts_what_the_tokenizer_yields(batches: list[list[str]]) -> None:
+    tokenizer = Tokenizer()
+    index = KeywordIndex()
+    for batch in batches:  # later batches reuse the word memo of earlier ones
+        encoded = index.encode_texts(batch, tokenizer)
+        assert len(encoded) == len(batch)
+        for text, (ids, counts) in zip(batch, encoded, strict=True):
+            got = {
+                index.terms[i]: int(c) for i, c in zip(ids.tolist(), counts.tolist(), strict=True)
+            }
+            assert got == dict(Counter(tokenizer(text)))
+
+
+def test_a_new_tokenizer_starts_the_word_memo_over() -> None:
+    index = KeywordIndex()
+    stemmed = index.encode_texts(["studies"], Tokenizer("english"))[0][0]
+    plain = index.encode_texts(["studies"], Tokenizer(None))[0][0]
+    assert [index.terms[i] for i in stemmed.tolist()] == ["studi"]
+    assert [index.terms[i] for i in plain.tolist()] == ["studies"]
