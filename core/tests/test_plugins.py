@@ -96,10 +96,11 @@ def test_model_strings_resolve_by_name_prefix_and_alias() -> None:
     )
     with pytest.raises(UnknownProviderError) as excinfo:
         parse_model_string("antropic/claude-x", registry)
-    assert (
-        str(excinfo.value)
-        == "No provider named \"antropic\". Did you mean 'anthropic'? Installed: anthropic, demo, openai, openrouter."
+    assert str(excinfo.value) == (
+        'No provider named "antropic". Did you mean "anthropic"? Installed: anthropic, demo, '
+        "openai, openrouter. Install the plugin that provides it, or correct the model string."
     )
+    assert excinfo.value.near == ["anthropic"] and excinfo.value.kind == "provider"
     with pytest.raises(UnknownProviderError, match='Write it as "provider/mystery-model"'):
         parse_model_string("mystery-model", registry)
 
@@ -115,7 +116,8 @@ def test_agent_reports_an_unknown_tool_name_with_near_matches() -> None:
         plugins=[plugin_module("t", register_tools=register)],
     )
     with pytest.raises(
-        tether.errors.ConfigError, match=r'No tool or toolset named "shoot"\. Did you mean shout\?'
+        tether.errors.UnknownComponentError,
+        match=r'No tool or toolset named "shoot"\. Did you mean "shout"\?',
     ):
         agent.tools()
 

@@ -62,6 +62,11 @@ class Agent:
     :param config: configuration; loaded from ``tether.toml`` and the environment when
         omitted.
     :param plugins: extra plugin objects registered next to the entry points.
+    :param plugin_manager: a :class:`~tether.plugins.PluginManager` to take components
+        from instead of building one (share one between agents, or build it with exactly
+        the plugins a test wants). Give either this or ``plugins``/``entry_points``.
+    :param entry_points: load plugins from the ``tether`` entry-point group (default).
+        ``False`` loads only tether's built-ins and ``plugins``.
     :param deps: any object handed to tools as ``ToolContext.deps``.
     """
 
@@ -77,6 +82,8 @@ class Agent:
         limits: LimitsConfig | Mapping[str, Any] | None = None,
         config: Config | None = None,
         plugins: Sequence[object] = (),
+        plugin_manager: PluginManager | None = None,
+        entry_points: bool = True,
         retry: RetryPolicy | None = None,
         parallel_tools: bool | None = None,
         max_output_tokens: int | None = None,
@@ -88,7 +95,17 @@ class Agent:
     ) -> None:
         install_log_scrubbing()
         self.config = config if config is not None else load_config()
-        self.plugins = PluginManager(plugins=plugins, config=self.config)
+        if plugin_manager is not None:
+            if plugins or not entry_points:
+                raise ConfigError(
+                    "Give Agent either plugin_manager= or plugins=/entry_points=, not both: "
+                    "a plugin manager already decided which plugins it loads."
+                )
+            self.plugins = plugin_manager
+        else:
+            self.plugins = PluginManager(
+                plugins=plugins, entry_points=entry_points, config=self.config
+            )
         chosen = model if model is not None else self.config.model
         if chosen is None:
             raise ConfigError(
@@ -366,15 +383,9 @@ class Agent:
         for spec in self._tool_specs:
             group: str | None = None
             if isinstance(spec, str):
-                registry = self.plugins.tools
-                if spec not in registry:
-                    near = registry.near(spec)
-                    hint = f" Did you mean {', '.join(near)}?" if near else ""
-                    raise ConfigError(
-                        f'No tool or toolset named "{spec}".{hint} '
-                        f"Registered: {', '.join(registry.names()) or 'none'}. Install the plugin that provides it."
-                    )
-                items: list[Tool] = list(registry.get(spec))
+                items: list[Tool] = list(
+                    self.plugins.tools.get(spec, advice="Install the plugin that provides it.")
+                )
                 group = spec
             elif isinstance(spec, Toolset):
                 items = list(spec)
@@ -406,12 +417,7 @@ class Agent:
         if spec is not None and not isinstance(spec, str):
             return spec
         name = spec or self.config.compaction.strategy
-        registry = self.plugins.compaction_strategies
-        if name not in registry:
-            raise ConfigError(
-                f'No compaction strategy named "{name}". Available: {", ".join(registry.names())}.'
-            )
-        factory = registry.get(name)
+        factory = self.plugins.compaction_strategies.get(name)
         settings = dict(self.config.compaction.settings) if spec is None else {}
         if name != "none":
             settings.setdefault("threshold", self.config.compaction.threshold)

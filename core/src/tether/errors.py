@@ -8,7 +8,8 @@ Messages say what happened, what was expected and what to do about it.
 
     TetherError
     ├── ConfigError
-    │   └── UnknownProviderError
+    │   └── UnknownComponentError      (.kind, .name, .installed, .near)
+    │       └── UnknownProviderError
     ├── PluginError
     │   ├── PluginLoadError
     │   └── DuplicateComponentError
@@ -90,6 +91,7 @@ __all__ = [
     "ToolDenied",
     "ToolError",
     "ToolTimeoutError",
+    "UnknownComponentError",
     "UnknownProviderError",
     "UnknownToolError",
     "WallTimeExceeded",
@@ -120,13 +122,47 @@ class ConfigError(TetherError):
     """The configuration (file, environment or arguments) is invalid or incomplete."""
 
 
-class UnknownProviderError(ConfigError):
-    """A model string names a provider that no installed plugin registers."""
+class UnknownComponentError(ConfigError, KeyError):
+    """A name that no installed plugin registers as a component of ``kind`` (a provider,
+    tool, session store, knowledge-base backend, embedder, ...).
 
-    def __init__(self, message: str, *, name: str, installed: list[str]) -> None:
+    Built by :meth:`tether.registry.Registrar.unknown`, which fills ``near`` with the
+    registered names that look like ``name`` and ``installed`` with all of them. It is
+    also a :class:`KeyError`, so code that looked names up in a plain dict keeps working.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        name: str,
+        installed: list[str],
+        near: list[str] | None = None,
+    ) -> None:
         super().__init__(message)
+        self.kind = kind
         self.name = name
         self.installed = installed
+        self.near = near or []
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownProviderError(UnknownComponentError):
+    """A model string names a provider that no installed plugin registers."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str,
+        installed: list[str],
+        near: list[str] | None = None,
+        kind: str = "provider",
+    ) -> None:
+        super().__init__(message, kind=kind, name=name, installed=installed, near=near)
 
 
 class PluginError(TetherError):

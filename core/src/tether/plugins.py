@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -160,6 +160,10 @@ class PluginManager:
     :param config: the configuration of the agent or CLI invocation this manager serves;
         registrars carry it (``registrar.config``) for plugins whose components are
         configured (MCP servers from ``[mcp.servers.*]``).
+    :param hook_arguments: values offered to hook implementations by argument name, for
+        specs that take more than their registrar. Hooks are always called by keyword and
+        an implementation receives only the arguments it names, so a spec can gain an
+        argument without breaking the plugins written before it.
     """
 
     def __init__(
@@ -168,10 +172,12 @@ class PluginManager:
         plugins: Iterable[object] = (),
         entry_points: bool = True,
         config: Config | None = None,
+        hook_arguments: Mapping[str, object] | None = None,
     ) -> None:
         self.config = config
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
+        self._hook_arguments = dict(hook_arguments or {})
         self._sources: dict[str, Source] = {}
         self._registrars: dict[type[Registrar[Any]], Registrar[Any]] = {}
         self.plugins: list[PluginInfo] = []
@@ -243,11 +249,12 @@ class PluginManager:
         registrar = kind()
         registrar.config = self.config
         hook = getattr(self._pm.hook, _HOOKS[kind])
+        arguments = self._arguments(hook, registrar)
         for impl in hook.get_hookimpls():
             source = self._sources[impl.plugin_name]
             registrar.source = source
             try:
-                impl.function(*[registrar for _ in impl.argnames])
+                impl.function(**{name: arguments[name] for name in impl.argnames})
             except Exception as exc:
                 registrar._drop_source(source)
                 self._fail(
@@ -261,6 +268,15 @@ class PluginManager:
         registrar.source = BUILTIN
         self._registrars[kind] = registrar
         return registrar
+
+    def _arguments(self, hook: Any, registrar: Registrar[Any]) -> dict[str, object]:
+        """Every argument of ``hook``'s spec by name: the registrar for the first, then
+        the manager's ``hook_arguments`` (``None`` for any it does not have)."""
+        names = hook.spec.argnames if hook.spec is not None else ()
+        arguments: dict[str, object] = {name: self._hook_arguments.get(name) for name in names}
+        if names:
+            arguments[names[0]] = registrar
+        return arguments
 
     @property
     def providers(self) -> ProviderRegistrar:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import DuplicateComponentError
+from .errors import DuplicateComponentError, UnknownComponentError, UnknownProviderError
 from .tools import Tool, Toolset, as_tool
 
 if TYPE_CHECKING:
@@ -63,6 +63,9 @@ class Registrar(Generic[T]):
     """A name → component table filled by plugins."""
 
     kind = "component"
+    noun: str | None = None
+    """How messages name the kind (``kind`` when ``None``)."""
+    unknown_error: type[UnknownComponentError] = UnknownComponentError
 
     def __init__(self) -> None:
         self._entries: dict[str, Registration[T]] = {}
@@ -84,16 +87,35 @@ class Registrar(Generic[T]):
             return
         self._entries[name] = Registration(name, component, self.source, options)
 
-    def get(self, name: str) -> T:
+    def get(self, name: str, *, advice: str = "") -> T:
         """The component registered as ``name``.
 
         Raises :class:`~tether.errors.DuplicateComponentError` if two plugins claimed the
-        name, and ``KeyError`` if none did.
+        name, and :class:`~tether.errors.UnknownComponentError` (see :meth:`unknown`,
+        which receives ``advice``) if none did.
         """
         for conflict in self.conflicts:
             if conflict.name == name:
                 raise conflict
-        return self._entries[name].component
+        entry = self._entries.get(name)
+        if entry is None:
+            raise self.unknown(name, advice=advice)
+        return entry.component
+
+    def unknown(self, name: str, *, advice: str = "") -> UnknownComponentError:
+        """The error for a ``name`` nobody registered: ``No tool named "x". Did you mean
+        "y"? Installed: y, z.`` followed by ``advice`` (what the user can do about it)."""
+        near = self.near(name)
+        installed = self.names()
+        message = f'No {self.noun or self.kind} named "{name}".'
+        if near:
+            message += " Did you mean " + " or ".join(f'"{n}"' for n in near) + "?"
+        message += f" Installed: {', '.join(installed) or 'none'}."
+        if advice:
+            message += f" {advice}"
+        return self.unknown_error(
+            message, kind=self.kind, name=name, installed=installed, near=near
+        )
 
     def registration(self, name: str) -> Registration[T]:
         return self._entries[name]
@@ -139,6 +161,7 @@ class ProviderRegistrar(Registrar[ProviderFactory]):
     """
 
     kind = "provider"
+    unknown_error = UnknownProviderError
 
     def add(  # type: ignore[override]
         self,
@@ -182,6 +205,7 @@ class ToolRegistrar(Registrar[Toolset]):
     """
 
     kind = "tool"
+    noun = "tool or toolset"
 
     def add(  # type: ignore[override]
         self,
@@ -202,6 +226,7 @@ class MemoryBackendRegistrar(Registrar[Callable[..., Any]]):
     """``backends.add("sqlite", SqliteBackend)``: a factory taking keyword settings."""
 
     kind = "memory backend"
+    noun = "knowledge-base backend"
 
 
 class CompactionStrategyRegistrar(Registrar[Callable[..., Any]]):

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from .errors import ConfigError, UnknownProviderError
 from .registry import ProviderRegistrar
 
-__all__ = ["ModelRef", "parse_model_string", "unknown_provider_message"]
+__all__ = ["PROVIDER_ADVICE", "ModelRef", "parse_model_string"]
+
+PROVIDER_ADVICE = "Install the plugin that provides it, or correct the model string."
+"""What an unknown provider's error suggests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +46,7 @@ def parse_model_string(
     if "/" in resolved:
         name, _, model_id = resolved.partition("/")
         if name not in providers:
-            raise UnknownProviderError(
-                unknown_provider_message(name, installed), name=name, installed=installed
-            )
+            raise providers.unknown(name, advice=PROVIDER_ADVICE)
         if not model_id:
             raise ConfigError(f'Model string "{original}" names no model after "{name}/".')
         return ModelRef(name, model_id)
@@ -60,22 +61,6 @@ def parse_model_string(
             installed=installed,
         )
     return ModelRef(bare, resolved)
-
-
-def unknown_provider_message(name: str, installed: list[str]) -> str:
-    """``No provider named "x". Did you mean ...? Installed: ...`` with what to do."""
-    near = difflib.get_close_matches(name, installed, n=3, cutoff=0.6)
-    if near:
-        return (
-            f'No provider named "{name}". Did you mean {" or ".join(repr(n) for n in near)}? '
-            f"Installed: {', '.join(installed)}."
-        )
-    if not installed:
-        return f'No provider named "{name}": no provider plugin is installed. Install it: pip install tether-{name}'
-    return (
-        f'No provider named "{name}". Installed: {", ".join(installed)}. '
-        f"If it comes from a plugin, install it: pip install tether-{name}"
-    )
 
 
 def _listing(names: list[str]) -> str:

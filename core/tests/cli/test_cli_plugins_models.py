@@ -170,7 +170,7 @@ def test_models_json_and_filtering_by_provider(invoke: Invoke) -> None:
 def test_models_for_an_unknown_provider_suggests_the_near_one(invoke: Invoke) -> None:
     result = invoke(*FAKE, "models", "fak")
     assert result.exit_code == 1
-    assert "No provider named \"fak\". Did you mean 'fake'?" in result.stderr
+    assert 'No provider named "fak". Did you mean "fake"?' in result.stderr
 
 
 def test_models_with_no_provider_installed_says_what_to_install(invoke: Invoke) -> None:

@@ -49,18 +49,13 @@ def catalogue_report(state: CliState, names: Sequence[str] = ()) -> dict[str, An
 
     Raises :class:`~tether.errors.UnknownProviderError` for a name no plugin registers.
     """
-    from ..errors import UnknownProviderError
-    from ..resolve import unknown_provider_message
+    from ..resolve import PROVIDER_ADVICE
 
     registrar = state.plugin_manager().providers
     config = state.config()
     for name in names:
         if name not in registrar:
-            raise UnknownProviderError(
-                unknown_provider_message(name, registrar.names()),
-                name=name,
-                installed=registrar.names(),
-            )
+            raise registrar.unknown(name, advice=PROVIDER_ADVICE)
     selected = list(names) or registrar.names()
     entries: list[dict[str, Any]] = []
     built: list[Provider] = []

@@ -89,17 +89,11 @@ def load_embedder(
     if name is None:
         log.info("No embedder configured: the knowledge base searches by keywords only.")
         return None
-    registry = plugins.embedders
-    if name not in registry:
-        installed = ", ".join(registry.names()) or "none"
-        near = registry.near(name)
-        hint = f' Did you mean "{near[0]}"?' if near else ""
-        raise ConfigError(
-            f'No embedder named "{name}".{hint} Installed: {installed}. '
-            f"Install a plugin that provides it, or remove [memory] embedder to search by "
-            f"keywords only."
-        )
-    factory = registry.get(name)
+    factory = plugins.embedders.get(
+        name,
+        advice="Install a plugin that provides it, or remove [memory] embedder to search "
+        "by keywords only.",
+    )
     embedder = factory(**dict(settings or {}))
     if not isinstance(embedder, Embedder):
         raise ConfigError(

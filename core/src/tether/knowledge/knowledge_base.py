@@ -181,17 +181,13 @@ class KnowledgeBase:
         embedder_settings = merged.pop("embedder", None) or {}
         options = {key: merged.pop(key) for key in KB_SETTINGS if key in merged}
         backend_name = backend or config.memory.backend
-        registry = plugins.memory_backends
-        if backend_name not in registry:
-            near = registry.near(backend_name)
-            hint = f' Did you mean "{near[0]}"?' if near else ""
-            raise ConfigError(
-                f'No knowledge-base backend named "{backend_name}".{hint} Installed: '
-                f"{', '.join(registry.names()) or 'none'}. Install its plugin (the "
-                f'persistent default is "sqlite", from tether-sqlite) or set [memory] backend.'
-            )
+        factory = plugins.memory_backends.get(
+            backend_name,
+            advice='Install its plugin (the persistent default is "sqlite", from '
+            "tether-sqlite) or set [memory] backend.",
+        )
         merged.setdefault("data_dir", str(Path(data_dir(config)) / "knowledge"))
-        store = registry.get(backend_name)(**merged)
+        store = factory(**merged)
         model = load_embedder(embedder or config.memory.embedder, plugins, embedder_settings)
         chunker = Chunker(
             max_chars=int(options.pop("chunk_max_chars", 1500)),

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..errors import ConfigError
 from .base import AnySession
 from .jsonl import JsonlSession
 from .store import SessionStore
@@ -104,15 +103,9 @@ def session_backend_factory(config: Config, plugins: PluginManager) -> Callable[
     from ..config import data_dir
 
     name = config.sessions.store
-    registry = plugins.session_stores
-    if name not in registry:
-        near = registry.near(name)
-        hint = f' Did you mean "{near[0]}"?' if near else ""
-        raise ConfigError(
-            f'No session store named "{name}".{hint} Installed: {", ".join(registry.names())}. '
-            f"Install the plugin that provides it (tether-{name}) or change [sessions] store."
-        )
-    factory = registry.get(name)
+    factory = plugins.session_stores.get(
+        name, advice="Install the plugin that provides it, or change [sessions] store."
+    )
     settings = dict(config.sessions.settings)
     settings.setdefault("data_dir", str(data_dir(config)))
 

@@ -39,7 +39,8 @@ def make_agent(tmp_path: Path) -> Callable[..., tuple[Any, ScriptedProvider]]:
     """``make_agent(replies, tools=[...], **agent_kwargs) -> (agent, provider)``.
 
     The agent runs in ``tmp_path``, reads no configuration file and loads no plugins
-    from entry points unless ``plugins=`` is given, so tests are isolated.
+    from entry points (only tether's built-ins and any ``plugins=[...]`` you pass), so
+    tests are isolated. Pass ``entry_points=True`` or a ``plugin_manager=`` to change that.
     """
     from ..agent import Agent
     from ..config import Config
@@ -50,6 +51,8 @@ def make_agent(tmp_path: Path) -> Callable[..., tuple[Any, ScriptedProvider]]:
         provider = ScriptedProvider(replies)
         kwargs.setdefault("config", Config())
         kwargs.setdefault("cwd", tmp_path)
+        if "plugin_manager" not in kwargs:
+            kwargs.setdefault("entry_points", False)
         return Agent(provider, tools=list(tools), **kwargs), provider
 
     return factory
