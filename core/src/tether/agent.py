@@ -95,17 +95,7 @@ class Agent:
     ) -> None:
         install_log_scrubbing()
         self.config = config if config is not None else load_config()
-        if plugin_manager is not None:
-            if plugins or not entry_points:
-                raise ConfigError(
-                    "Give Agent either plugin_manager= or plugins=/entry_points=, not both: "
-                    "a plugin manager already decided which plugins it loads."
-                )
-            self.plugins = plugin_manager
-        else:
-            self.plugins = PluginManager(
-                plugins=plugins, entry_points=entry_points, config=self.config
-            )
+        self.plugins = _plugin_manager(plugin_manager, plugins, entry_points, self.config)
         chosen = model if model is not None else self.config.model
         if chosen is None:
             raise ConfigError(
@@ -451,3 +441,16 @@ def _as_message(prompt: Prompt) -> Message:
     if not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
         raise TypeError("A prompt is a string, a Message, or a list of text and image blocks.")
     return Message(role="user", content=blocks)
+
+
+def _plugin_manager(
+    given: PluginManager | None, plugins: Sequence[object], entry_points: bool, config: Config
+) -> PluginManager:
+    if given is None:
+        return PluginManager(plugins=plugins, entry_points=entry_points, config=config)
+    if plugins or not entry_points:
+        raise ConfigError(
+            "Give Agent either plugin_manager= or plugins=/entry_points=, not both: "
+            "a plugin manager already decided which plugins it loads."
+        )
+    return given

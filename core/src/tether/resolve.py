@@ -9,10 +9,7 @@ from dataclasses import dataclass
 from .errors import ConfigError, UnknownProviderError
 from .registry import ProviderRegistrar
 
-__all__ = ["PROVIDER_ADVICE", "ModelRef", "parse_model_string"]
-
-PROVIDER_ADVICE = "Install the plugin that provides it, or correct the model string."
-"""What an unknown provider's error suggests."""
+__all__ = ["ModelRef", "parse_model_string", "unknown_provider"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +43,7 @@ def parse_model_string(
     if "/" in resolved:
         name, _, model_id = resolved.partition("/")
         if name not in providers:
-            raise providers.unknown(name, advice=PROVIDER_ADVICE)
+            raise unknown_provider(providers, name)
         if not model_id:
             raise ConfigError(f'Model string "{original}" names no model after "{name}/".')
         return ModelRef(name, model_id)
@@ -61,6 +58,19 @@ def parse_model_string(
             installed=installed,
         )
     return ModelRef(bare, resolved)
+
+
+def unknown_provider(providers: ProviderRegistrar, name: str) -> UnknownProviderError:
+    """The error for a provider ``name`` nobody registers: near matches if there are
+    any, else how to install the plugin that would provide it."""
+    advice = (
+        ""
+        if providers.near(name)
+        else f"If it comes from a plugin, install it: pip install tether-{name}"
+    )
+    error = providers.unknown(name, advice=advice)
+    assert isinstance(error, UnknownProviderError)
+    return error
 
 
 def _listing(names: list[str]) -> str:

@@ -49,13 +49,13 @@ def catalogue_report(state: CliState, names: Sequence[str] = ()) -> dict[str, An
 
     Raises :class:`~tether.errors.UnknownProviderError` for a name no plugin registers.
     """
-    from ..resolve import PROVIDER_ADVICE
+    from ..resolve import unknown_provider
 
     registrar = state.plugin_manager().providers
     config = state.config()
     for name in names:
         if name not in registrar:
-            raise registrar.unknown(name, advice=PROVIDER_ADVICE)
+            raise unknown_provider(registrar, name)
     selected = list(names) or registrar.names()
     entries: list[dict[str, Any]] = []
     built: list[Provider] = []
