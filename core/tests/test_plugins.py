@@ -97,7 +97,6 @@ def test_model_strings_resolve_by_name_prefix_and_alias() -> None:
     with pytest.raises(UnknownProviderError) as excinfo:
         parse_model_string("antropic/claude-x", registry)
     assert str(excinfo.value) == (
-    assert str(excinfo.value) == (
         'No provider named "antropic". Did you mean "anthropic"? Installed: anthropic, demo, '
         "openai, openrouter."
     )
