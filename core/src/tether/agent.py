@@ -112,12 +112,7 @@ class Agent:
         self._session_store: SessionBackend | None = None
         self._compaction_spec = compaction
         self.memory = memory
-        if limits is None:
-            self.limits = self.config.limits
-        elif isinstance(limits, LimitsConfig):
-            self.limits = limits
-        else:
-            self.limits = LimitsConfig.model_validate(dict(limits))
+        self.limits = _limits(limits, self.config)
         self.retry = retry or RetryPolicy()
         self.parallel_tools = (
             self.config.parallel_tools if parallel_tools is None else parallel_tools
@@ -454,3 +449,11 @@ def _plugin_manager(
             "a plugin manager already decided which plugins it loads."
         )
     return given
+
+
+def _limits(limits: LimitsConfig | Mapping[str, Any] | None, config: Config) -> LimitsConfig:
+    if limits is None:
+        return config.limits
+    if isinstance(limits, LimitsConfig):
+        return limits
+    return LimitsConfig.model_validate(dict(limits))
