@@ -104,7 +104,8 @@ def session_backend_factory(config: Config, plugins: PluginManager) -> Callable[
 
     name = config.sessions.store
     factory = plugins.session_stores.get(
-        name, advice="Install the plugin that provides it, or change [sessions] store."
+        name,
+        advice=f"Install the plugin that provides it (tether-{name}) or change [sessions] store.",
     )
     settings = dict(config.sessions.settings)
     settings.setdefault("data_dir", str(data_dir(config)))
