@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -126,6 +127,7 @@ class Agent:
         self._settings: RunSettings | None = None
         self._dynamic: list[Toolset] = []
         self._system_by_session: dict[str, str] = {}
+        self._repairs_announced: weakref.WeakSet[Any] = weakref.WeakSet()
 
     # -- running -------------------------------------------------------------------------------
     async def stream(
@@ -169,6 +171,7 @@ class Agent:
                 _as_message(prompt),
                 cancel=cancel,
                 deps=deps if deps is not None else self.deps,
+                repair_report=self._repair_to_announce(target),
             )
             async with contextlib.aclosing(run.events()) as events:
                 async for event in events:
@@ -300,6 +303,14 @@ class Agent:
     def tools(self) -> list[Tool]:
         """The tools this agent offers the model, in order."""
         return list(self._run_settings().tools.values())
+
+    def _repair_to_announce(self, session: AnySession) -> Any:
+        """The session's load-time repair report, the first time this agent runs it."""
+        report = getattr(session, "repair_report", None)
+        if not report or session in self._repairs_announced:
+            return None
+        self._repairs_announced.add(session)
+        return report
 
     def _run_settings(self) -> RunSettings:
         if self._settings is not None:

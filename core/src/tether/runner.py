@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -64,9 +63,6 @@ from .tool_execution import (
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
 
-_REPORTED_REPAIRS: weakref.WeakSet[AnySession] = weakref.WeakSet()
-"""Sessions whose load-time repair has been announced with a SessionRepaired event."""
-
 
 class Run:
     """One run of the loop over one session. Iterate :meth:`events` once."""
@@ -79,8 +75,11 @@ class Run:
         *,
         cancel: CancelToken | None = None,
         deps: Any = None,
+        repair_report: Any = None,
     ) -> None:
         self.s = settings
+        self.repair_report = repair_report
+        """What loading the session repaired, announced first (SessionRepaired) if set."""
         self.session = session
         self.prompt = prompt
         self.cancel = cancel or CancelToken()
@@ -132,10 +131,8 @@ class Run:
 
     # -- the loop ----------------------------------------------------------------------------
     async def _loop(self) -> AsyncGenerator[RunEvent, None]:
-        report = getattr(self.session, "repair_report", None)
-        if report and self.session not in _REPORTED_REPAIRS:
-            _REPORTED_REPAIRS.add(self.session)
-            yield SessionRepaired(report)
+        if self.repair_report:
+            yield SessionRepaired(self.repair_report)
         await self._append(self.prompt)
         error: TetherError | None = None
         try:
