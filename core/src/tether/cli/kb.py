@@ -127,31 +127,12 @@ def add(
     interruption (Ctrl-C) the index is consistent, and running the same command again
     finishes the job, skipping what was already indexed.
     """
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
     from ..knowledge.knowledge_base import AddOutcome, AddProgress
 
     files = list(_files(paths))
     knowledge = _open(state, backend, embedder)
     skipped: list[str] = []
-    console = Console(stderr=True)
-    progress = Progress(
-        TextColumn("[bold]Indexing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
-        console=console,
-        transient=True,
-        disable=len(files) < 2,
-    )
+    progress = _progress_bar(len(files))
     task = progress.add_task("", total=len(files))
     written = AddProgress(documents=0, chunks=0, skipped=0, started=0.0)
 
@@ -187,6 +168,37 @@ def add(
         raise SystemExit(130) from None
     finally:
         knowledge.close()
+    _print_summary(outcomes, written, len(files), skipped, keyword_only=knowledge.keyword_only)
+
+
+def _progress_bar(files: int) -> Any:
+    """A transient progress bar on stderr (shown for two files or more)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[bold]Indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+        disable=files < 2,
+    )
+
+
+def _print_summary(
+    outcomes: dict[str, Any], written: Any, files: int, skipped: list[str], *, keyword_only: bool
+) -> None:
+    from ..knowledge.knowledge_base import AddOutcome
+
     counts = {outcome: 0 for outcome in AddOutcome}
     for outcome in outcomes.values():
         counts[outcome] += 1
@@ -196,10 +208,10 @@ def add(
         if written.chunks
         else ""
     )
-    click.echo(f"Indexed {len(files) - len(skipped)} files: {summary}{rate}.")
+    click.echo(f"Indexed {files - len(skipped)} files: {summary}{rate}.")
     if skipped:
         click.echo(f"Skipped {len(skipped)} binary or unreadable files.")
-    if knowledge.keyword_only:
+    if keyword_only:
         click.echo("Keyword-only index: no embedder is configured ([memory] embedder).")
 
 
