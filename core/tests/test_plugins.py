@@ -278,4 +278,4 @@ async def test_event_observers_see_every_event_and_cannot_break_a_run() -> None:
     )
     result = await agent.run("x")
     assert result.ok
-    assert seen == ["TurnEnd", "ToolStart", "ToolEnd", "TextDelta", "TurnEnd", "Done"]
+    assert seen == ["RunStart", "TurnEnd", "ToolStart", "ToolEnd", "TextDelta", "TurnEnd", "Done"]

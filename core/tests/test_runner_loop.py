@@ -309,7 +309,7 @@ async def test_tool_events_carry_call_ids_names_and_arguments() -> None:
 
 
 async def test_a_repaired_session_is_announced_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tether.events import SessionRepaired
+    from tether.events import RunStart, SessionRepaired
     from tether.sessions import JsonlSession
 
     path = tmp_path / "s.jsonl"
@@ -331,6 +331,7 @@ async def test_a_repaired_session_is_announced_once(tmp_path) -> None:  # type: 
         second = [e async for e in agent.stream("and again", session=session)]
     finally:
         session.close()
-    assert isinstance(first[0], SessionRepaired) and first[0].report
+    assert isinstance(first[0], RunStart) and isinstance(first[1], SessionRepaired)
+    assert first[1].report
     assert not any(isinstance(e, SessionRepaired) for e in second)
     assert_invariant(session.messages)

@@ -340,11 +340,16 @@ class Agent:
             temperature=self.temperature,
             thinking=self.thinking,
             provider_settings=self.config.provider(ref.provider).extra,
-            observers=[r.component for r in self.plugins.observers],
+            observers=self._observers(),
             cwd=self.cwd,
             env=self.env,
             update_tools=self._update_tools if self._dynamic else None,
             tool_versions=self._tool_versions(),
+            cache_warning=(
+                (self.config.cache.warn_below, self.config.cache.warn_after_turns)
+                if self.config.cache.warn_below > 0 and capabilities.prompt_caching
+                else None
+            ),
         )
         return self._settings
 
@@ -369,6 +374,32 @@ class Agent:
         if self._settings is not None:
             self._settings = replace(self._settings, **changes)
         return replace(current, **changes)
+
+    def _observers(self) -> list[Callable[[RunEvent], None]]:
+        """The event observers of this agent: registered callbacks, and what registered
+        factories build from their ``[observers.<name>]`` settings; minus disabled ones."""
+        import logging
+
+        observers: list[Callable[[RunEvent], None]] = []
+        for registration in self.plugins.observers:
+            settings = dict(self.config.observers.get(registration.name, {}))
+            if settings.get("enabled", True) is False:
+                continue
+            if not registration.options.get("configure"):
+                observers.append(registration.component)
+                continue
+            try:
+                observer = registration.component(settings, self.config)
+            except TetherError:
+                raise
+            except Exception:  # a broken observer plugin must not stop the agent
+                logging.getLogger("tether.observers").exception(
+                    'event observer "%s" could not be set up', registration.name
+                )
+                continue
+            if observer is not None:
+                observers.append(observer)
+        return observers
 
     def _resolve_tools(self) -> tuple[dict[str, Tool], dict[str, dict[str, Any]]]:
         """The agent's tools by name, and each tool's settings: ``[tool_settings.<toolset>]``

@@ -17,6 +17,7 @@ from .hookspecs import hookimpl
 from .registry import (
     CompactionStrategyRegistrar,
     MemoryBackendRegistrar,
+    ObserverRegistrar,
     ProviderRegistrar,
     SessionStoreRegistrar,
     ToolRegistrar,
@@ -77,3 +78,10 @@ def register_tools(tools: ToolRegistrar) -> None:
     from .knowledge.tool import kb_toolset
 
     tools.add(kb_toolset(), settings={"k": Annotated[int, Field(ge=1, le=50)]})
+
+
+@hookimpl
+def register_observers(observers: ObserverRegistrar) -> None:
+    from .runlog import recorder_for
+
+    observers.add("runlog", recorder_for, configure=True)

@@ -35,6 +35,13 @@ An example with every section::
     store = "jsonl"                            # or "sqlite", "postgres", "redis"
     settings = {}
 
+    [cache]
+    warn_below = 0.5                           # CacheWarning when a long run's hit ratio is lower
+    warn_after_turns = 5
+
+    [observers.runlog]                         # settings of an event observer, by its name
+    enabled = false                            # opt out of the local run log
+
     [mcp.servers.github]                       # a table no core key claims: kept for plugins
     url = "https://mcp.example/github"
 
@@ -60,6 +67,7 @@ from .errors import ConfigError
 from .scrub import register_secret, register_url_secrets, scrub
 
 __all__ = [
+    "CacheConfig",
     "CompactionConfig",
     "Config",
     "LimitsConfig",
@@ -158,6 +166,15 @@ class CompactionConfig(_Strict):
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
+class CacheConfig(_Strict):
+    """When to warn that prompt caching is not paying off (:class:`~tether.events.CacheWarning`)."""
+
+    warn_below: float = Field(
+        0.5, ge=0, le=1, description="Hit ratio under which a long run warns; 0 turns it off."
+    )
+    warn_after_turns: int = Field(5, ge=1, description="Model calls before a run counts as long.")
+
+
 class MemoryConfig(_Strict):
     """The knowledge base (``backend``, ``embedder``, ``settings``) and cross-session
     memory: whether the command line uses it (``cross_session``) and its hard caps, in
@@ -198,6 +215,11 @@ class Config(_Strict):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    observers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Settings of event observers by name; `enabled = false` turns one off.",
+    )
     data_dir: Path | None = None
     sections: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

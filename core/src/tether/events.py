@@ -1,11 +1,18 @@
 """Events yielded by :meth:`tether.Agent.stream`, in the order things happen.
 
-A run yields, per model call, any number of :class:`TextDelta` / :class:`ThinkingDelta`
+A run yields first one :class:`RunStart` (who the run is: its id, model, parent), then,
+per model call, any number of :class:`TextDelta` / :class:`ThinkingDelta`
 as the response streams, then one :class:`TurnEnd`; for each tool call a
 :class:`ToolStart` and, later, a :class:`ToolEnd`; :class:`Retry` before a failed model
 call is tried again (discard the deltas of the failed attempt, they are not in the
-history); :class:`Compaction` when the history was shortened; and finally exactly one
-:class:`Done` carrying the :class:`~tether.result.RunResult`.
+history); :class:`Compaction` when the history was shortened; :class:`CacheWarning` when
+a long run's prompt-cache hit ratio is low; and finally exactly one :class:`Done` carrying
+the :class:`~tether.result.RunResult`.
+
+Event observers (the ``register_observers`` hook) see the same events, plus one that is
+never yielded: :class:`RunAborted`, when the run ends with an exception instead of
+``Done``. During an observer callback :func:`tether.observe.current_run` is the
+:class:`RunStart` of the run that emitted the event (runs nest: a tool may run an agent).
 
 Events are plain slotted dataclasses: they are created on the hot path, once per delta.
 :func:`event_to_dict` gives any event as a JSON-ready object (the CLI's ``--json`` lines,
@@ -15,7 +22,7 @@ and what observers that log or export events should write).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .messages import StopReason, ToolResultBlock, Usage
@@ -24,10 +31,13 @@ if TYPE_CHECKING:
     from .result import RunResult
 
 __all__ = [
+    "CacheWarning",
     "Compaction",
     "Done",
     "Retry",
+    "RunAborted",
     "RunEvent",
+    "RunStart",
     "SessionRepaired",
     "TextDelta",
     "ThinkingDelta",
@@ -37,6 +47,28 @@ __all__ = [
     "event_to_dict",
     "notify",
 ]
+
+
+@dataclass(slots=True)
+class RunStart:
+    """A run began. Always the first event of a run.
+
+    ``run_id`` is unique per run. A run started from inside a tool call of another run
+    (a sub-agent, or any agent run by a tool) names that run and call in
+    ``parent_run_id`` and ``parent_call_id``. ``model`` is ``provider/model``. ``started``
+    is the wall-clock time (``time.time()``).
+    """
+
+    run_id: str
+    model: str
+    provider: str
+    session_id: str
+    started: float
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -104,13 +136,52 @@ class Retry:
 
 @dataclass(slots=True)
 class TurnEnd:
-    """One model call finished."""
+    """One model call finished.
+
+    ``latency`` runs from the first attempt's request to the response, retries included
+    (each retry was announced by a :class:`Retry` event just before);
+    ``time_to_first_token`` from the successful attempt's request to its first delta
+    (``None`` when nothing streamed). ``cost`` is ``None`` when the pricing is unknown.
+    """
 
     model: str
     stop_reason: StopReason
     usage: Usage
     latency: float
     cost: float | None = None
+    time_to_first_token: float | None = None
+
+
+@dataclass(slots=True)
+class CacheWarning:
+    """A long run's prompt-cache hit ratio fell under the configured threshold.
+
+    The cached prefix (system prompt, tools, early history) most likely changed between
+    turns, so every turn pays full input price. Checked after every
+    ``warn_after_turns``-th :class:`TurnEnd` (``[cache]`` in the configuration), only for
+    models that support prompt caching.
+    """
+
+    hit_ratio: float
+    threshold: float
+    turns: int
+
+    @property
+    def message(self) -> str:
+        return (
+            f"Prompt-cache hit ratio is {self.hit_ratio:.0%} after {self.turns} model calls, "
+            f"under {self.threshold:.0%}: the cached prefix probably changed between turns "
+            "(a system prompt or tool list that is not byte-stable)."
+        )
+
+
+@dataclass(slots=True)
+class RunAborted:
+    """Seen only by observers, never yielded: the run ended with ``error`` (an exception
+    that propagates to the caller, or the consumer stopped iterating) instead of ``Done``."""
+
+    error: BaseException
+    duration: float
 
 
 @dataclass(slots=True)
@@ -132,7 +203,8 @@ class Done:
 
 
 RunEvent: TypeAlias = (
-    TextDelta
+    RunStart
+    | TextDelta
     | ThinkingDelta
     | ToolStart
     | ToolEnd
@@ -140,6 +212,8 @@ RunEvent: TypeAlias = (
     | Retry
     | TurnEnd
     | SessionRepaired
+    | CacheWarning
+    | RunAborted
     | Done
 )
 
@@ -158,8 +232,9 @@ def notify(observers: Iterable[Callable[[RunEvent], None]], event: RunEvent) -> 
 
 def event_to_dict(event: RunEvent) -> dict[str, Any]:
     """A JSON-ready, flat object for ``event`` whose ``type`` names the event
-    (``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_end``, ``compaction``,
-    ``retry``, ``turn_end``, ``session_repaired``, ``done``). Errors are given as their
+    (``run_start``, ``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_end``,
+    ``compaction``, ``retry``, ``turn_end``, ``cache_warning``, ``session_repaired``,
+    ``run_aborted``, ``done``). Errors are given as their
     message and class name. Raises :class:`TypeError` for anything that is not an event.
     """
     serialise = _SERIALISERS.get(type(event))
@@ -203,6 +278,11 @@ def _done(event: Done) -> dict[str, Any]:
         "session_id": result.session_id,
         "usage": result.usage.model_dump(mode="json"),
         "cost": result.cost,
+        "cost_breakdown": asdict(result.cost_breakdown)
+        if result.cost_breakdown is not None
+        else None,
+        "cache_hit_ratio": result.cache_hit_ratio,
+        "run_id": result.run_id,
         "turns": result.turns,
         "tool_calls": result.tool_calls,
         "tool_errors": result.tool_errors,
@@ -252,8 +332,18 @@ _SERIALISERS: dict[type[Any], Callable[[Any], dict[str, Any]]] = {
         "stop_reason": e.stop_reason.value,
         "usage": e.usage.model_dump(mode="json"),
         "latency": e.latency,
+        "time_to_first_token": e.time_to_first_token,
         "cost": e.cost,
     },
+    RunStart: lambda e: {"type": "run_start", **asdict(e)},
+    CacheWarning: lambda e: {
+        "type": "cache_warning",
+        "hit_ratio": e.hit_ratio,
+        "threshold": e.threshold,
+        "turns": e.turns,
+        "message": e.message,
+    },
+    RunAborted: lambda e: {"type": "run_aborted", "duration": e.duration, **_error_fields(e.error)},
     SessionRepaired: _session_repaired,
     Done: _done,
 }

@@ -129,8 +129,16 @@ def register_embedders(embedders: EmbedderRegistrar) -> None:
 def register_observers(observers: ObserverRegistrar) -> None:
     """Register callbacks that see every event of every run (tracing, metrics).
 
+    Called once per plugin manager, when an agent first runs.
+
     :param observers: call ``observers.add(name, callback)``; ``callback(event)`` is
         called synchronously for each :data:`~tether.events.RunEvent` and must not block.
+        Or ``observers.add(name, factory, configure=True)``: each agent calls
+        ``factory(settings, config)`` with its ``[observers.<name>]`` settings and uses the
+        callback returned (``None``: inactive). During a callback,
+        :func:`tether.observe.current_run` is the run that emitted the event; an observer
+        with a ``tool_scope(call)`` method has it entered around every tool body (see
+        :mod:`tether.observe`).
     """
 
 

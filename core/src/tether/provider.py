@@ -21,6 +21,7 @@ from .messages import Message, StopReason, Usage
 
 __all__ = [
     "BaseProvider",
+    "CostBreakdown",
     "ModelCapabilities",
     "ModelInfo",
     "ModelRequest",
@@ -35,6 +36,28 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class CostBreakdown:
+    """Dollars spent on each kind of token; ``total`` is their sum."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def __add__(self, other: CostBreakdown) -> CostBreakdown:
+        return CostBreakdown(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Pricing:
     """US dollars per million tokens."""
 
@@ -46,15 +69,20 @@ class Pricing:
     def cost(self, usage: Usage) -> float:
         """Cost of ``usage`` in dollars. Cached tokens are billed at their own rates
         when known and at the input rate otherwise."""
+        return self.breakdown(usage).total
+
+    def breakdown(self, usage: Usage) -> CostBreakdown:
+        """Cost of ``usage`` in dollars, split by kind of token. ``input`` is the
+        uncached input (``input_tokens`` counts cached tokens too)."""
         cache_read = self.cache_read if self.cache_read is not None else self.input
         cache_write = self.cache_write if self.cache_write is not None else self.input
         fresh = max(usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens, 0)
-        return (
-            fresh * self.input
-            + usage.cache_read_tokens * cache_read
-            + usage.cache_write_tokens * cache_write
-            + usage.output_tokens * self.output
-        ) / 1_000_000
+        return CostBreakdown(
+            input=fresh * self.input / 1_000_000,
+            output=usage.output_tokens * self.output / 1_000_000,
+            cache_read=usage.cache_read_tokens * cache_read / 1_000_000,
+            cache_write=usage.cache_write_tokens * cache_write / 1_000_000,
+        )
 
 
 @dataclass(frozen=True, slots=True)

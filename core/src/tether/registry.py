@@ -250,10 +250,21 @@ class EmbedderRegistrar(Registrar[Callable[..., Any]]):
 class ObserverRegistrar(Registrar[Callable[..., Any]]):
     """``observers.add("otel", callback)``: ``callback(event)`` sees every run event.
 
-    Observers must be fast and must not raise; an exception is logged and ignored.
+    With ``configure=True`` the component is a factory instead: each agent calls
+    ``factory(settings, config)`` once, with the ``[observers.<name>]`` settings of its
+    configuration (a dict, empty when the section is absent) and the whole
+    :class:`~tether.config.Config`, and uses the callback it returns (``None`` means "not
+    active with this configuration"). ``enabled = false`` in that section turns any
+    observer off. Observers must be fast and must not raise; an exception is logged and
+    ignored.
     """
 
     kind = "event observer"
+
+    def add(  # type: ignore[override]
+        self, name: str, callback: Callable[..., Any], *, configure: bool = False
+    ) -> None:
+        super().add(name, callback, configure=configure)
 
 
 class CommandRegistrar(Registrar[Any]):

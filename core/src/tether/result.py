@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from .errors import TetherError
 from .messages import Message, StopReason, Usage
 
-__all__ = ["Outcome", "RunResult"]
+if TYPE_CHECKING:
+    from .events import CacheWarning
+    from .provider import CostBreakdown
+
+__all__ = ["Outcome", "RunResult", "cache_hit_ratio", "low_cache_warning"]
+
+
+def cache_hit_ratio(usage: Usage) -> float | None:
+    """``cache_read_tokens / input_tokens`` (input tokens include cached ones), or ``None``
+    when there were no input tokens."""
+    if usage.input_tokens <= 0:
+        return None
+    return min(usage.cache_read_tokens / usage.input_tokens, 1.0)
 
 
 class Outcome(StrEnum):
@@ -31,7 +44,10 @@ class RunResult:
     """The outcome of one run and everything it added to the session.
 
     ``messages`` holds the messages this run appended (the user prompt first); the full
-    history is in the session. ``cost`` is ``None`` when the model's pricing is unknown.
+    history is in the session. ``cost`` is ``None`` when the model's pricing is unknown;
+    otherwise ``cost_breakdown`` splits it into input, output, cache-read and cache-write
+    dollars (from the model catalogue's prices). ``run_id`` is the id of the run's
+    :class:`~tether.events.RunStart` (and of its entry in the local run log).
     """
 
     outcome: Outcome
@@ -47,6 +63,14 @@ class RunResult:
     stop_reason: StopReason | None = None
     duration: float = 0.0
     error: TetherError | None = None
+    cost_breakdown: CostBreakdown | None = None
+    run_id: str = ""
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """Share of the run's input tokens read from the provider's prompt cache
+        (``None`` when no input tokens were reported)."""
+        return cache_hit_ratio(self.usage)
 
     @property
     def ok(self) -> bool:
@@ -59,3 +83,22 @@ class RunResult:
         if self.error is not None:
             raise self.error
         raise TetherError(f"The run ended with outcome {self.outcome.value!r}.")
+
+
+def low_cache_warning(
+    usage: Usage, turns: int, setting: tuple[float, int] | None
+) -> CacheWarning | None:
+    """A :class:`~tether.events.CacheWarning` when a run that made ``turns`` model calls
+    using ``usage`` caches too little, per ``setting`` = (threshold, every): checked each
+    time ``turns`` reaches a multiple of ``every``, so a long run that keeps missing is
+    reminded every ``every`` calls. ``None`` (the model has no prompt cache, or the
+    warning is off) never warns."""
+    if setting is None:
+        return None
+    threshold, every = setting
+    ratio = cache_hit_ratio(usage)
+    if turns % every or ratio is None or ratio >= threshold:
+        return None
+    from .events import CacheWarning
+
+    return CacheWarning(hit_ratio=ratio, threshold=threshold, turns=turns)

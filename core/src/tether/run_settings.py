@@ -49,3 +49,6 @@ class RunSettings:
     """The versions of the dynamic toolsets that ``tools`` reflects."""
     tool_boundary: ToolBoundary | None = None
     """Wraps every tool call (see :mod:`tether.boundary`)."""
+    cache_warning: tuple[float, int] | None = (0.5, 5)
+    """(hit-ratio threshold, minimum model calls) for a :class:`~tether.events.CacheWarning`;
+    ``None`` turns it off."""

@@ -44,18 +44,17 @@ from .events import (
     SessionRepaired,
     ToolEnd,
     TurnEnd,
-    notify,
 )
 from .guard import RunGuard
 from .messages import Message, StopReason, ToolCallBlock, ToolResultBlock, Usage
-from .provider import ModelRequest, ModelResponse
-from .result import Outcome, RunResult
+from .observe import ObservedToolExecutor, RunObservation, run_start
+from .provider import CostBreakdown, ModelRequest, ModelResponse
+from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
 from .run_settings import RunSettings
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
 from .tool_execution import (
     INTERRUPTED,
-    ToolExecutor,
     ToolScheduler,
     interrupted_result,
     rehome_images,
@@ -84,7 +83,8 @@ class Run:
         self.prompt = prompt
         self.cancel = cancel or CancelToken()
         self.new_messages: list[Message] = []
-        self.executor = ToolExecutor(
+        self.start = run_start(settings, session.id)
+        self.executor = ObservedToolExecutor(
             settings.tools,
             session_id=session.id,
             cancel=self.cancel,
@@ -95,6 +95,7 @@ class Run:
             default_timeout=settings.limits.tool_timeout_s,
             boundary=settings.tool_boundary,
         )
+        self.executor.observe(self.start.run_id, settings.observers)
         self.guard = RunGuard(settings.limits)
         self.scope = CancelScope(self.cancel)
         self.scheduler = ToolScheduler(
@@ -109,6 +110,7 @@ class Run:
         self.tool_errors = 0
         self.usage = Usage()
         self.cost: float | None = 0.0 if settings.capabilities.pricing is not None else None
+        self.cost_breakdown = CostBreakdown()
         self.reported_input: int | None = None
         self.reported_messages = 0
         self.stop_reason: StopReason | None = None
@@ -120,17 +122,18 @@ class Run:
 
     # -- public ------------------------------------------------------------------------------
     async def events(self) -> AsyncGenerator[RunEvent, None]:
-        with one_run_at_a_time(self.session), self.scope:
+        observation = RunObservation(self.start, self.s.observers, self.guard.elapsed)
+        with one_run_at_a_time(self.session), self.scope, observation:
             self.guard.start()
-            observers = self.s.observers
             async with contextlib.aclosing(self._loop()) as loop:
                 async for event in loop:
-                    if observers:
-                        notify(observers, event)
+                    if observation.observers:
+                        observation(event)
                     yield event
 
     # -- the loop ----------------------------------------------------------------------------
     async def _loop(self) -> AsyncGenerator[RunEvent, None]:
+        yield self.start
         if self.repair_report:
             yield SessionRepaired(self.repair_report)
         await self._append(self.prompt)
@@ -178,6 +181,8 @@ class Run:
         assert response is not None
         message = await self._record(response)
         yield self._turn_end(response)
+        if (warning := low_cache_warning(self.usage, self.turns, self.s.cache_warning)) is not None:
+            yield warning
         calls = message.tool_calls
         if self.stop_reason is StopReason.MAX_TOKENS or self.stop_reason is StopReason.REFUSAL:
             if calls:
@@ -248,6 +253,7 @@ class Run:
         while True:
             attempt += 1
             request = self._request()
+            sent, first = time.perf_counter(), None
             try:
                 response: ModelResponse | None = None
                 stream = guarded_stream(self.s.provider, request, guard)
@@ -257,6 +263,7 @@ class Run:
                             if type(event) is ModelResponse:
                                 response = event
                                 continue  # drain the stream so it closes here, not in a finalizer
+                            first = first if first is not None else time.perf_counter() - sent
                             with self.scope.paused():
                                 yield event
                 if response is None:
@@ -265,6 +272,7 @@ class Run:
                         provider=self.s.provider.name,
                     )
                 self._latency = time.perf_counter() - started
+                self._ttft = first
                 yield response
                 return
             except ContextOverflowError:
@@ -317,14 +325,15 @@ class Run:
         cost = None
         pricing = self.s.capabilities.pricing
         if pricing is not None:
-            cost = pricing.cost(usage)
-            self.cost = (self.cost or 0.0) + cost
+            self.cost_breakdown += (breakdown := pricing.breakdown(usage))
+            self.cost = (self.cost or 0.0) + (cost := breakdown.total)
         return TurnEnd(
             model=response.model or self.s.model_string,
             stop_reason=response.stop_reason,
             usage=usage,
             latency=self._latency,
             cost=cost,
+            time_to_first_token=self._ttft,
         )
 
     # -- tools ---------------------------------------------------------------------------------
@@ -443,4 +452,6 @@ class Run:
             stop_reason=self.stop_reason,
             duration=self.guard.elapsed(),
             error=error,
+            cost_breakdown=self.cost_breakdown if self.cost is not None else None,
+            run_id=self.start.run_id,
         )

@@ -49,6 +49,9 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "kb": ("tether.cli.kb", "kb"),
     "memory": ("tether.cli.memory", "memory"),
     "sessions": ("tether.cli.sessions", "sessions"),
+    "runs": ("tether.cli.runlog", "runs"),
+    "trace": ("tether.cli.runlog", "trace"),
+    "stats": ("tether.cli.runlog", "stats"),
 }
 
 

@@ -21,6 +21,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ..events import (
+    CacheWarning,
     Compaction,
     Done,
     Retry,
@@ -141,10 +142,28 @@ def usage_line(result: RunResult, model: str | None) -> str:
         parts.append(_count(result.retries, "retry", "retries"))
     usage = result.usage
     parts.append(f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens")
+    ratio = result.cache_hit_ratio
+    if ratio is not None and (usage.cache_read_tokens or usage.cache_write_tokens):
+        parts.append(f"cache hit {ratio:.0%}")
     if result.cost is not None:
-        parts.append(f"${result.cost:.4f}")
+        parts.append(f"${result.cost:.4f}{_cost_detail(result)}")
     parts.append(f"{result.duration:.1f}s")
     return " · ".join(parts)
+
+
+def _cost_detail(result: RunResult) -> str:
+    """`` (in $a, out $b, cache read $c, cache write $d)``, the parts that are not zero."""
+    split = result.cost_breakdown
+    if split is None:
+        return ""
+    named = [
+        ("in", split.input),
+        ("out", split.output),
+        ("cache read", split.cache_read),
+        ("cache write", split.cache_write),
+    ]
+    shown = [f"{name} ${value:.4f}" for name, value in named if value]
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 def _count(n: int, singular: str, plural: str | None = None) -> str:
@@ -228,6 +247,8 @@ class PlainRenderer:
             )
         elif isinstance(event, TurnEnd):
             self._model = event.model
+        elif isinstance(event, CacheWarning):
+            self._line(f"[warning] {event.message}")
         elif isinstance(event, Done):
             for name in self._running.values():
                 self._line(f"[tool] {name} interrupted")
@@ -387,6 +408,8 @@ class RichRenderer:
         elif isinstance(event, TurnEnd):
             self._model = event.model
             self._streamed_text = False
+        elif isinstance(event, CacheWarning):
+            self._line(Text(f"⚠ {event.message}", style="yellow"))
         elif isinstance(event, Done):
             for name in self._running.values():
                 self._line(

@@ -17,7 +17,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,15 @@ import pytest
 from .scripted import Reply, ScriptedProvider
 from .tools import call_tool as _call_tool
 from .tools import make_tool_context
+
+
+@pytest.fixture(autouse=True)
+def _tether_run_log_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Runs made by tests are not recorded in the user's run log. A test that wants them
+    recorded sets ``TETHER_RUN_LOG`` to a file of its own."""
+    if "TETHER_RUN_LOG" not in os.environ:
+        monkeypatch.setenv("TETHER_RUN_LOG", "off")
+    yield
 
 
 @pytest.fixture

@@ -1,0 +1,200 @@
+"""What event observers can learn beyond the event itself, and where tool bodies run.
+
+Observers (the ``register_observers`` hook) receive bare events. Two context variables
+tell them the rest:
+
+- :func:`current_run` — during an observer callback, the :class:`~tether.events.RunStart`
+  of the run that emitted the event. Runs interleave (a tool may run another agent while
+  sibling tools run in parallel), so this is how an observer files an event under its run.
+- :func:`current_tool_call` — inside a tool's body, which run and call it belongs to. A
+  run started there records them as its parent (``RunStart.parent_run_id`` /
+  ``parent_call_id``), which is how sub-agent runs nest under the call that started them.
+
+An observer object may also define ``tool_scope(call: ToolCallInfo)`` returning a context
+manager (or ``None``); the core enters it around the tool's body, in the task that runs
+the tool, so whatever the observer makes current there (a tracing span) is seen by code
+the tool calls (an instrumented HTTP client propagating trace context).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .events import Done, RunAborted
+from .tool_execution import ToolExecutor
+
+if TYPE_CHECKING:
+    from .events import RunStart
+    from .messages import ToolCallBlock, ToolResultBlock
+    from .run_settings import RunSettings
+
+__all__ = [
+    "ObservedToolExecutor",
+    "RunObservation",
+    "ToolCallInfo",
+    "current_run",
+    "current_tool_call",
+    "new_run_id",
+    "run_start",
+]
+
+T = TypeVar("T")
+
+_CURRENT_RUN: ContextVar[RunStart | None] = ContextVar("tether_current_run", default=None)
+_CURRENT_CALL: ContextVar[ToolCallInfo | None] = ContextVar("tether_tool_call", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallInfo:
+    """A tool call being executed: the run it belongs to, its call id and tool name."""
+
+    run_id: str
+    call_id: str
+    name: str
+
+
+def current_run() -> RunStart | None:
+    """The run whose event is being observed (``None`` outside observer callbacks)."""
+    return _CURRENT_RUN.get()
+
+
+def current_tool_call() -> ToolCallInfo | None:
+    """The tool call whose body is running (``None`` outside tool bodies)."""
+    return _CURRENT_CALL.get()
+
+
+def new_run_id() -> str:
+    """A unique run id: 20 random hex digits (``tether`` shows and accepts the first 12)."""
+    return os.urandom(10).hex()
+
+
+def run_start(settings: RunSettings, session_id: str) -> RunStart:
+    """The :class:`~tether.events.RunStart` of a new run with ``settings``: a fresh id, and
+    the run and call of the tool body it starts in, if any."""
+    import time
+
+    from .events import RunStart
+
+    parent = current_tool_call()
+    return RunStart(
+        run_id=new_run_id(),
+        model=settings.model_string,
+        provider=settings.provider.name,
+        session_id=session_id,
+        started=time.time(),
+        parent_run_id=parent.run_id if parent is not None else None,
+        parent_call_id=parent.call_id if parent is not None else None,
+        temperature=settings.temperature,
+        max_output_tokens=settings.max_output_tokens,
+        tools=tuple(settings.tools),
+    )
+
+
+def notify(run: RunStart, observers: Sequence[Callable[[Any], None]], event: Any) -> None:
+    """Give ``event`` to each observer (:func:`tether.events.notify`) while
+    :func:`current_run` is ``run``."""
+    from .events import notify as notify_each
+
+    token = _CURRENT_RUN.set(run)
+    try:
+        notify_each(observers, event)
+    finally:
+        _CURRENT_RUN.reset(token)
+
+
+class RunObservation:
+    """Hands one run's events to its observers (with :func:`current_run` set), and, used
+    as a context manager around the run, a :class:`~tether.events.RunAborted` when the run
+    is left by an exception (or the consumer stopped iterating) before ``Done``."""
+
+    __slots__ = ("done", "elapsed", "observers", "start")
+
+    def __init__(
+        self,
+        start: RunStart,
+        observers: Sequence[Callable[[Any], None]],
+        elapsed: Callable[[], float],
+    ) -> None:
+        self.start = start
+        self.observers = observers
+        self.elapsed = elapsed
+        self.done = False
+
+    def __call__(self, event: Any) -> None:
+        notify(self.start, self.observers, event)
+        if type(event) is Done:
+            self.done = True
+
+    def __enter__(self) -> RunObservation:
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        if error is not None and self.observers and not self.done:
+            notify(self.start, self.observers, RunAborted(error, self.elapsed()))
+
+
+def tool_scopes(observers: Sequence[Any]) -> tuple[Callable[[ToolCallInfo], Any], ...]:
+    """The ``tool_scope`` methods of the observers that define one."""
+    scopes = (getattr(observer, "tool_scope", None) for observer in observers)
+    return tuple(scope for scope in scopes if callable(scope))
+
+
+async def in_tool_scope(
+    info: ToolCallInfo,
+    scopes: Sequence[Callable[[ToolCallInfo], AbstractContextManager[Any] | None]],
+    body: Callable[[], Awaitable[T]],
+) -> T:
+    """Await ``body()`` with :func:`current_tool_call` set to ``info`` and every observer
+    scope entered (a scope that fails to enter is skipped: observers never break tools)."""
+    token = _CURRENT_CALL.set(info)
+    try:
+        if not scopes:
+            return await body()
+        with _entered(info, scopes):
+            return await body()
+    finally:
+        _CURRENT_CALL.reset(token)
+
+
+@contextlib.contextmanager
+def _entered(
+    info: ToolCallInfo,
+    scopes: Sequence[Callable[[ToolCallInfo], AbstractContextManager[Any] | None]],
+) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for scope in scopes:
+            try:
+                manager = scope(info)
+                if manager is not None:
+                    stack.enter_context(manager)
+            except Exception:
+                import logging
+
+                logging.getLogger("tether.observers").exception(
+                    "tool scope of observer %r raised", scope
+                )
+        yield
+
+
+class ObservedToolExecutor(ToolExecutor):
+    """A :class:`~tether.tool_execution.ToolExecutor` that runs each call with
+    :func:`current_tool_call` set (so runs the tool starts nest under it) and the
+    observers' tool scopes entered. Call :meth:`observe` before the first call."""
+
+    run_id = ""
+    scopes: tuple[Callable[[ToolCallInfo], Any], ...] = ()
+
+    def observe(self, run_id: str, observers: Sequence[Any]) -> None:
+        self.run_id = run_id
+        self.scopes = tool_scopes(observers)
+
+    async def execute(self, call: ToolCallBlock) -> ToolResultBlock:
+        info = ToolCallInfo(self.run_id, call.id, call.name)
+        run_call = super().execute
+        return await in_tool_scope(info, self.scopes, lambda: run_call(call))
