@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 import tether
+from tether.cancel import CancelToken
+from tether.events import Done, ToolProgress
 from tether.messages import ImageBlock, ToolResultBlock
 from tether.testing import Reply, ScriptedProvider, call
 
@@ -210,3 +212,46 @@ def _wait_for(condition: Any, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return bool(condition())
+
+
+async def test_progress_notifications_become_events_while_the_call_runs(
+    agent_for: Any, stdio_table: Any
+) -> None:
+    agent, _ = agent_for(
+        [Reply(tool_calls=[call("s__slow", seconds=0.2)]), Reply(text="ok")],
+        ["s"],
+        s=stdio_table(),
+    )
+    try:
+        events = [event async for event in agent.stream("go")]
+    finally:
+        await agent.aclose()
+    kinds = [type(e).__name__ for e in events]
+    progress = [e for e in events if isinstance(e, ToolProgress)]
+    assert progress and progress[0].name == "s__slow"
+    assert (progress[0].progress, progress[0].total, progress[0].message) == (0, 0.2, "starting")
+    assert kinds.index("ToolStart") < kinds.index("ToolProgress") < kinds.index("ToolEnd")
+
+
+async def test_cancelling_a_run_cancels_the_call_on_the_server(
+    agent_for: Any, stdio_table: Any, record: Path
+) -> None:
+    agent, _ = agent_for(
+        [Reply(tool_calls=[call("s__slow", seconds=60)]), Reply(text="never")],
+        ["s"],
+        s=stdio_table(),
+    )
+    token = CancelToken()
+    outcome = None
+    try:
+        async for event in agent.stream("go", cancel=token):
+            if isinstance(event, ToolProgress):  # the call is running on the server
+                token.cancel("the user pressed Ctrl-C")
+            if isinstance(event, Done):
+                outcome = event.result
+    finally:
+        await agent.aclose()
+    assert outcome is not None and outcome.outcome.value == "cancelled"
+    [interrupted] = results(outcome)
+    assert interrupted.is_error and "Interrupted" in interrupted.text
+    assert _wait_for(lambda: list(record.glob("cancelled-*")))  # notifications/cancelled arrived

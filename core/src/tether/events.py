@@ -42,6 +42,7 @@ __all__ = [
     "TextDelta",
     "ThinkingDelta",
     "ToolEnd",
+    "ToolProgress",
     "ToolStart",
     "TurnEnd",
     "event_to_dict",
@@ -93,6 +94,19 @@ class ToolStart:
     call_id: str
     name: str
     arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolProgress:
+    """A running tool call reported how far it got (``ToolContext.report_progress``; an
+    MCP server's ``notifications/progress``). Yielded while the call runs, between its
+    ``ToolStart`` and its ``ToolEnd``."""
+
+    call_id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
 
 
 @dataclass(slots=True)
@@ -207,6 +221,7 @@ RunEvent: TypeAlias = (
     | TextDelta
     | ThinkingDelta
     | ToolStart
+    | ToolProgress
     | ToolEnd
     | Compaction
     | Retry
@@ -232,9 +247,9 @@ def notify(observers: Iterable[Callable[[RunEvent], None]], event: RunEvent) -> 
 
 def event_to_dict(event: RunEvent) -> dict[str, Any]:
     """A JSON-ready, flat object for ``event`` whose ``type`` names the event
-    (``run_start``, ``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_end``,
-    ``compaction``, ``retry``, ``turn_end``, ``cache_warning``, ``session_repaired``,
-    ``run_aborted``, ``done``). Errors are given as their
+    (``run_start``, ``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_progress``,
+    ``tool_end``, ``compaction``, ``retry``, ``turn_end``, ``cache_warning``,
+    ``session_repaired``, ``run_aborted``, ``done``). Errors are given as their
     message and class name. Raises :class:`TypeError` for anything that is not an event.
     """
     serialise = _SERIALISERS.get(type(event))
@@ -309,6 +324,14 @@ _SERIALISERS: dict[type[Any], Callable[[Any], dict[str, Any]]] = {
         "call_id": e.call_id,
         "name": e.name,
         "arguments": e.arguments,
+    },
+    ToolProgress: lambda e: {
+        "type": "tool_progress",
+        "call_id": e.call_id,
+        "name": e.name,
+        "progress": e.progress,
+        "total": e.total,
+        "message": e.message,
     },
     ToolEnd: _tool_end,
     Compaction: lambda e: {

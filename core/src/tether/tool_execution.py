@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from .boundary import ToolBoundary
 from .cancel import CancelScope, CancelToken
 from .depth import run_depth, tool_depth
 from .errors import InvalidToolArguments, ToolError
-from .events import ToolEnd, ToolStart
+from .events import ToolEnd, ToolProgress, ToolStart
 from .messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .tool_results import error_result, tool_result
 from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
@@ -88,6 +88,8 @@ class ToolExecutor:
         self.env = env
         self.deps = deps
         self.settings = settings
+        self.progress: asyncio.Queue[ToolProgress] = asyncio.Queue()
+        """Progress reported by running calls, for the scheduler to yield."""
         self.state: MutableMapping[str, Any] = {}
 
     def is_sequential(self, call: ToolCallBlock) -> bool:
@@ -158,7 +160,21 @@ class ToolExecutor:
             env=self.env,
             deps=self.deps,
             settings=self.settings.get(tool.name, {}),
+            report_progress=self._progress_reporter(call.id, tool.name),
         )
+
+    def _progress_reporter(
+        self, call_id: str, name: str
+    ) -> Callable[[float, float | None, str | None], None]:
+        def report(progress: float, total: float | None = None, message: str | None = None) -> None:
+            self.progress.put_nowait(ToolProgress(call_id, name, progress, total, message))
+
+        return report
+
+    def may_report_progress(self, call: ToolCallBlock) -> bool:
+        """Whether the call's tool receives a ToolContext (and so may report progress)."""
+        tool = self.tools.get(call.name)
+        return tool is not None and tool._context_param is not None
 
     def _unknown_tool_message(self, name: str) -> str:
         available = ", ".join(sorted(self.tools)) or "(none)"
@@ -200,14 +216,18 @@ class ToolScheduler:
         calls: Sequence[ToolCallBlock],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
-    ) -> AsyncGenerator[ToolStart | ToolEnd, None]:
+    ) -> AsyncGenerator[ToolStart | ToolProgress | ToolEnd, None]:
         """Run ``calls``, storing each result at its call's index in ``results``.
 
         If interrupted, calls that finished but were not yet reported get their
         ``ToolEnd`` appended to ``late_ends``; their results are kept. Unfinished calls
         are cancelled and their slots left ``None``.
         """
-        if len(calls) == 1 and self.guard.deadline is None:
+        if (
+            len(calls) == 1
+            and self.guard.deadline is None
+            and not self.executor.may_report_progress(calls[0])
+        ):
             call = calls[0]
             yield ToolStart(call.id, call.name, call.arguments)
             started = time.perf_counter()
@@ -246,8 +266,10 @@ class ToolScheduler:
         group: list[int],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
-    ) -> AsyncGenerator[ToolStart | ToolEnd, None]:
+    ) -> AsyncGenerator[ToolStart | ToolProgress | ToolEnd, None]:
         started: dict[asyncio.Task[ToolResultBlock], tuple[int, float]] = {}
+        progress = self.executor.progress
+        listener: asyncio.Task[ToolProgress] | None = None
         for index in group:
             call = calls[index]
             yield ToolStart(call.id, call.name, call.arguments)
@@ -256,18 +278,30 @@ class ToolScheduler:
         pending: set[asyncio.Task[ToolResultBlock]] = set(started)
         try:
             while pending:
+                if listener is None:
+                    listener = asyncio.ensure_future(progress.get())
+                waiting: set[asyncio.Future[Any]] = {*pending, listener}
                 with self.scope.interruptible():
-                    done, pending = await asyncio.wait(
-                        pending, timeout=self.guard.remaining(), return_when=asyncio.FIRST_COMPLETED
+                    woken, _ = await asyncio.wait(
+                        waiting, timeout=self.guard.remaining(), return_when=asyncio.FIRST_COMPLETED
                     )
-                if not done:
+                if not woken:
                     raise self.guard.tools_timed_out()
+                if listener in woken:
+                    yield listener.result()
+                    listener = None
+                while not progress.empty():  # reported before the calls that just ended
+                    yield progress.get_nowait()
+                done = {task for task in pending if task in woken}
+                pending -= done
                 for task in sorted(done, key=lambda t: started[t][0]):
                     index, began = started[task]
                     results[index] = result = task.result()
                     call = calls[index]
                     yield ToolEnd(call.id, call.name, result, time.perf_counter() - began)
         finally:
+            if listener is not None:
+                listener.cancel()
             _keep_finished(calls, started, results, late_ends)
             for task in pending:
                 task.cancel()

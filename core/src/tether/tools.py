@@ -67,6 +67,9 @@ class ToolContext:
     env: Mapping[str, str] = field(default_factory=dict)
     deps: Any = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    report_progress: Callable[[float, float | None, str | None], None] | None = None
+    """``report_progress(progress, total, message)``: each report becomes a
+    :class:`~tether.events.ToolProgress` event in the run's stream while the call runs."""
 
 
 class _Arguments(BaseModel):

@@ -38,6 +38,7 @@ class McpTool(Tool):
         self.connection = connection
         self.remote_name = remote.name
         self.parameters = normalise(remote.input_schema)
+        self._context_param = "context"  # for report_progress
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name} ({self.connection.name}: {self.remote_name})>"
@@ -46,7 +47,14 @@ class McpTool(Tool):
         return dict(arguments)
 
     async def call(self, arguments: Mapping[str, Any], context: ToolContext | None) -> Any:
-        result = await self.connection.call(self.remote_name, dict(arguments))
+        progress = None
+        report = context.report_progress if context is not None else None
+        if report is not None:
+
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                report(value, total, message)
+
+        result = await self.connection.call(self.remote_name, dict(arguments), progress=progress)
         return to_blocks(result)
 
 

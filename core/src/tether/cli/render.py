@@ -29,6 +29,7 @@ from ..events import (
     TextDelta,
     ThinkingDelta,
     ToolEnd,
+    ToolProgress,
     ToolStart,
     TurnEnd,
     event_to_dict,
@@ -227,6 +228,10 @@ class PlainRenderer:
         elif isinstance(event, ToolStart):
             self._running[event.call_id] = event.name
             self._line(f"[tool] {event.name}({summarize_arguments(event.arguments)})")
+        elif isinstance(event, ToolProgress):
+            done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
+            note = f" {event.message}" if event.message else ""
+            self._line(f"[tool] {event.name} {done}{note}")
         elif isinstance(event, ToolEnd):
             self._running.pop(event.call_id, None)
             text = _first_line(_result_text(event.result))
