@@ -141,6 +141,7 @@ def _config_models() -> list[tuple[str, type]]:
     from tether.config import (
         CompactionConfig,
         Config,
+        DurableConfig,
         LimitsConfig,
         MemoryConfig,
         ProviderConfig,
@@ -153,6 +154,7 @@ def _config_models() -> list[tuple[str, type]]:
         ("compaction.", CompactionConfig),
         ("memory.", MemoryConfig),
         ("sessions.", SessionsConfig),
+        ("durable.", DurableConfig),
         ("providers.<name>.", ProviderConfig),
     ]
 

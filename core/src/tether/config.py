@@ -70,6 +70,7 @@ __all__ = [
     "CacheConfig",
     "CompactionConfig",
     "Config",
+    "DurableConfig",
     "LimitsConfig",
     "MemoryConfig",
     "ProviderConfig",
@@ -199,6 +200,15 @@ class SessionsConfig(_Strict):
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
+class DurableConfig(_Strict):
+    """Durable runs on a workflow engine (``[durable]``). ``engine`` names the plugin
+    that provides them (``dbos`` with tether-dbos); without one, runs happen in-process
+    and nothing is checkpointed. ``settings`` go to the engine."""
+
+    engine: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
 class Config(_Strict):
     """The whole configuration. Construct directly in code, or :func:`load_config`."""
 
@@ -220,6 +230,7 @@ class Config(_Strict):
         default_factory=dict,
         description="Settings of event observers by name; `enabled = false` turns one off.",
     )
+    durable: DurableConfig = Field(default_factory=DurableConfig)
     data_dir: Path | None = None
     sections: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

@@ -22,18 +22,23 @@ def base_dsn() -> str:
 @contextlib.contextmanager
 def temporary_database(dsn: str | None = None, *, prefix: str = "tether_test") -> Iterator[str]:
     """Create a database named ``<prefix>_<random>`` on the server of ``dsn``, yield a
-    connection string for it, and drop it (closing any connection left) afterwards."""
+    ``postgresql://`` URL for it, and drop it (closing any connection left) afterwards."""
+    from urllib.parse import quote
+
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg.conninfo import conninfo_to_dict
 
     server = dsn or base_dsn()
     name = f"{prefix}_{new_id()[:12]}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     params = conninfo_to_dict(server)
-    params["dbname"] = name
+    user = quote(str(params.get("user") or "postgres"))
+    password = f":{quote(str(params['password']))}" if params.get("password") else ""
+    host = params.get("host") or "127.0.0.1"
+    port = params.get("port") or 5432
     try:
-        yield make_conninfo(**params)  # type: ignore[arg-type]
+        yield f"postgresql://{user}{password}@{host}:{port}/{name}"
     finally:
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

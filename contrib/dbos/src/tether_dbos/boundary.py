@@ -1,0 +1,112 @@
+""":class:`DbosBoundary`: every model request and every tool call of a run is a DBOS
+step, so a restarted worker replays the loop with their recorded results."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from dbos import DBOS
+
+from tether.boundary import ExecuteTool
+from tether.errors import ProviderError
+from tether.events import event_to_dict
+from tether.messages import ToolCallBlock, ToolResultBlock
+from tether.provider import (
+    ModelCapabilities,
+    ModelInfo,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderEvent,
+)
+
+__all__ = ["EVENTS", "DbosBoundary", "DurableProvider"]
+
+EVENTS = "tether.events"
+"""The DBOS stream key a run's events are published under."""
+
+
+class DbosBoundary:
+    """The :class:`~tether.boundary.RunBoundary` of a durable run.
+
+    A tool call's idempotency key is the identity of its step
+    (``<workflow id>:<step id>``): the same on every execution of that step, different for
+    every other call, so a tool with side effects can recognise a call it has already
+    performed when a worker died before the step's result was recorded.
+    """
+
+    def __init__(self, *, deltas: bool = True) -> None:
+        self.deltas = deltas
+
+    def wrap_provider(self, provider: Provider) -> Provider:
+        return DurableProvider(provider, deltas=self.deltas)
+
+    async def call_tool(self, call: ToolCallBlock, execute: ExecuteTool) -> ToolResultBlock:
+        async def step() -> ToolResultBlock:
+            return await execute(call, f"{DBOS.workflow_id}:{DBOS.step_id}")
+
+        result: ToolResultBlock = await DBOS.run_step_async(
+            {"name": f"tether.tool.{call.name}"}, step
+        )
+        return result
+
+
+class DurableProvider:
+    """A provider whose every request is one DBOS step.
+
+    Deltas are published to the run's event stream from inside the step as they arrive
+    (preceded by a ``model_step`` marker, so a reader can tell when a step is executed a
+    second time after a crash and drop the first attempt's deltas); the runner receives
+    only the recorded :class:`~tether.provider.ModelResponse`. A failure is recorded too
+    (tether errors pickle with their attributes), so a replay retries exactly as the
+    first execution did.
+    """
+
+    def __init__(self, inner: Provider, *, deltas: bool) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.deltas = deltas
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        yield await self.complete(request)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        response: ModelResponse = await DBOS.run_step_async(
+            {"name": "tether.model"}, self._call, request
+        )
+        return response
+
+    async def _call(self, request: ModelRequest) -> ModelResponse:
+        if self.deltas:
+            await DBOS.write_stream_async(EVENTS, {"type": "model_step", "step": DBOS.step_id})
+        response: ModelResponse | None = None
+        async for event in self.inner.stream(request):
+            if isinstance(event, ModelResponse):
+                response = event
+            elif self.deltas:
+                await DBOS.write_stream_async(EVENTS, event_to_dict(event))
+        if response is None:
+            raise ProviderError(
+                f"The {self.name} provider ended its stream without a response.",
+                provider=self.name,
+            )
+        return response
+
+    async def validate_auth(self) -> None:
+        await self.inner.validate_auth()
+
+    def capabilities(self, model: str) -> ModelCapabilities:
+        return self.inner.capabilities(model)
+
+    def catalogue(self) -> Sequence[ModelInfo]:
+        return self.inner.catalogue()
+
+    async def aclose(self) -> None:
+        return None  # the worker owns the real provider
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,59 @@
+"""Starting DBOS in a worker process: the system database, the queues, the workflow."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+
+from dbos import DBOS, DBOSConfig
+
+from tether.config import Config
+
+from .runtime import WorkerRuntime, install
+from .settings import DbosSettings
+
+__all__ = ["dbos_config", "default_executor_id", "start_worker", "stop_worker"]
+
+
+def default_executor_id() -> str:
+    """This machine's worker identity (restart a dead worker with the same id to resume
+    the runs it had in hand)."""
+    return f"{socket.gethostname()}-worker"
+
+
+def dbos_config(config: Config, settings: DbosSettings, *, executor_id: str) -> DBOSConfig:
+    return {
+        "name": "tether",
+        "system_database_url": settings.system_database_url(config),
+        "dbos_system_schema": settings.schema_name,
+        "executor_id": executor_id,
+        "log_level": settings.log_level,
+        "notification_listener_polling_interval_sec": min(settings.poll_interval_s, 1.0),
+        "application_version": "tether-1",
+    }
+
+
+def start_worker(
+    config: Config, *, executor_id: str | None = None, plugins: Sequence[object] = ()
+) -> WorkerRuntime:
+    """Launch DBOS in this process as a worker: it declares the queues, recovers the
+    runs that ``executor_id`` left unfinished (a restart after a crash), and starts
+    taking queued runs. Call :func:`stop_worker` to end it."""
+    from . import workflow  # noqa: F401  (registers the workflow before launch)
+
+    settings = DbosSettings.from_config(config)
+    runtime = WorkerRuntime(config, settings, plugins=plugins)
+    install(runtime)
+    DBOS(config=dbos_config(config, settings, executor_id=executor_id or default_executor_id()))
+    DBOS.launch()
+    for name, options in settings.queues().items():
+        DBOS.register_queue(name, **options)
+    return runtime
+
+
+def stop_worker(runtime: WorkerRuntime | None = None, *, timeout: float = 10.0) -> None:
+    """Stop taking runs and shut DBOS down, giving running runs ``timeout`` seconds to
+    finish; the others resume when a worker with the same executor id starts again.
+    (The runtime's connections are left to the process's end: closing them first would
+    fail the runs still finishing.)"""
+    DBOS.destroy(workflow_completion_timeout_sec=int(timeout))

@@ -1,0 +1,112 @@
+"""Fixtures of the durable-run tests: a PostgreSQL database of their own (sessions and
+DBOS's system tables), a configuration naming it, and worker processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tether.config import Config, load_config
+from tether_postgres.testing import temporary_database
+
+HERE = Path(__file__).parent
+TETHER = Path(sys.executable).with_name("tether")
+
+
+@dataclass
+class Deployment:
+    """One test's database, configuration file and worker processes."""
+
+    root: Path
+    url: str
+    config_path: Path
+    env: dict[str, str]
+    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def config(self) -> Config:
+        return load_config(self.config_path)
+
+    def start(self, name: str) -> subprocess.Popen[bytes]:
+        """Start ``tether worker --id NAME`` (its output goes to ``<root>/NAME.log``)."""
+        log = (self.root / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            [str(TETHER), "worker", "--id", name], env=self.env, stdout=log, stderr=log
+        )
+        self.workers[name] = process
+        return process
+
+    def kill(self, name: str) -> None:
+        """SIGKILL worker ``name``: no cleanup, no chance to record anything."""
+        process = self.workers[name]
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def worker_with_pid(self, pid: int) -> str:
+        for name, process in self.workers.items():
+            if process.pid == pid and process.poll() is None:
+                return name
+        raise AssertionError(f"no live worker has pid {pid}")
+
+    @staticmethod
+    def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> object:
+        """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+    def stop_all(self) -> None:
+        for process in self.workers.values():
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + 15
+        for process in self.workers.values():
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    with temporary_database(prefix="tether_durable") as url:
+        config_path = tmp_path / "tether.toml"
+        config_path.write_text(
+            "[sessions]\n"
+            'store = "postgres"\n'
+            f'settings = {{ dsn = "{url}" }}\n'
+            "[durable]\n"
+            'engine = "dbos"\n'
+            f'settings = {{ database_url = "{url}", poll_interval_s = 0.05, worker_concurrency = 8 }}\n'
+        )
+        env = dict(os.environ)
+        env.update(
+            TETHER_CONFIG=str(config_path),
+            TETHER_DATA_DIR=str(tmp_path / "data"),
+            DURABLE_TEST_DIR=str(tmp_path),
+            PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
+        )
+        saved = {k: os.environ.get(k) for k in ("TETHER_CONFIG", "DURABLE_TEST_DIR")}
+        os.environ["DURABLE_TEST_DIR"] = str(tmp_path)
+        deployment = Deployment(tmp_path, url, config_path, env)
+        try:
+            yield deployment
+        finally:
+            deployment.stop_all()
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
