@@ -17,6 +17,9 @@ from tether.config import Config
 from tether.messages import Message, ToolResultBlock
 from tether.testing import Reply, ScriptedProvider, assert_invariant, call
 
+# The shell, file and web tools run for real here, hostile commands included.
+pytestmark = pytest.mark.usefixtures("sandbox")
+
 CHANGELOG = b"""<html><head><title>Changelog</title></head><body>
 <h1>calc 1.1</h1><ul><li>add() adds again</li></ul><script>track()</script></body></html>"""
 

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -55,6 +56,13 @@ def respond(
         handler.send_header(name, value)
     handler.end_headers()
     handler.wfile.write(data)
+
+
+@pytest.fixture(autouse=True)
+def _sandboxed(sandbox: Any) -> Any:
+    """Every test here hands input to a real executor (shell, files, HTTP): each runs in
+    a sandbox (fake HOME, temporary working directory, loopback-only network)."""
+    return sandbox
 
 
 @pytest.fixture

@@ -87,6 +87,19 @@ def call_tool(tmp_path: Path) -> Callable[..., Any]:
 
 
 @pytest.fixture
+def sandbox(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """A :class:`~tether.testing.sandbox.Sandbox` for tests that hand hostile input to real
+    executors: a fake ``HOME`` (with a sentinel file checked at the end), a temporary
+    working directory, and name resolution and connections that only reach loopback. The
+    test fails before it runs if ``HOME`` is still the real home directory."""
+    from .sandbox import sandbox_fixture
+
+    yield from sandbox_fixture(monkeypatch, tmp_path_factory)
+
+
+@pytest.fixture
 def fake_server() -> Any:
     """A :class:`~tether.testing.http.FakeServer` on loopback, started and closed for you."""
     from .http import FakeServer
