@@ -237,3 +237,23 @@ retry_budget_s = 2
             assert key not in proc.stdout and key not in proc.stderr
         assert files_containing(tmp_path / "data", key) == []
         assert files_containing(home, key) == []
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_reprs_of_configs_and_providers_hide_keys_in_base_urls(
+    name: str, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_PLUGINS_ALLOW", name)
+    key, url_key = canary(), canary()
+    config = Config(
+        providers={
+            name: ProviderConfig.model_validate(
+                {"api_key": key, "base_url": f"https://proxy:{url_key}@gateway.example/v1"}
+            )
+        }
+    )
+    agent = Agent(f"{name}/some-model", config=config)
+    shown = [repr(config), str(config), repr(agent.provider()), repr(config.providers[name])]
+    for text in shown:
+        assert key not in text and url_key not in text
+    assert "gateway.example" in repr(agent.provider())

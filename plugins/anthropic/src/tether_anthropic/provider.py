@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tether.config import ProviderConfig
 from tether.errors import ProviderError
 from tether.provider import BaseProvider, ModelRequest, ProviderEvent
+from tether.scrub import scrub
 
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
 from .client import Credentials, make_client
@@ -112,7 +113,7 @@ class AnthropicProvider(BaseProvider):
             self._client = None
 
     def __repr__(self) -> str:
-        return f"AnthropicProvider(base_url={self.config.base_url!r}, {self._credentials!r})"
+        return scrub(f"AnthropicProvider(base_url={self.config.base_url!r}, {self._credentials!r})")
 
 
 async def _close(events: AsyncStream[Any]) -> None:

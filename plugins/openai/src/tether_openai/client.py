@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
 from tether.errors import AuthenticationError
+from tether.scrub import scrub
 
 from .errors import ErrorContext
 from .profiles import Profile
@@ -40,7 +41,9 @@ class Connection:
 
     def __repr__(self) -> str:
         key = "set" if self.api_key else "missing"
-        return f"Connection(profile={self.profile.name!r}, base_url={self.endpoint!r}, key={key})"
+        return scrub(
+            f"Connection(profile={self.profile.name!r}, base_url={self.endpoint!r}, key={key})"
+        )
 
     @classmethod
     def from_config(cls, profile: Profile, config: ProviderConfig) -> Connection:
