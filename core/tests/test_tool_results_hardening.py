@@ -218,3 +218,15 @@ async def test_a_run_outside_tools_has_depth_zero_around_it() -> None:
         tether.depth.check_run_depth(5)
     assert info.value.depth == 6 and info.value.limit == "depth"
     assert tether.depth.run_depth() == 0
+
+
+def test_secret_values_of_the_agents_env_are_redacted_from_tool_output() -> None:
+    @tether.tool
+    def show_env(ctx: tether.ToolContext) -> str:
+        """Print the environment a subprocess would get."""
+        return " ".join(f"{k}={v}" for k, v in ctx.env.items())
+
+    (result,) = run_one(
+        show_env, env={"DEPLOY_TOKEN": "zq-deploy-4412-abcdef", "MODE": "fast"}
+    ).tool_results
+    assert result.text == "DEPLOY_TOKEN=*** MODE=fast"

@@ -25,7 +25,7 @@ from .resolve import ModelRef, parse_model_string
 from .result import RunResult
 from .retry import RetryPolicy
 from .runner import Run, RunSettings
-from .scrub import install_log_scrubbing
+from .scrub import install_log_scrubbing, register_secret, secret_environment
 from .sessions import (
     AnySession,
     InMemorySession,
@@ -123,6 +123,8 @@ class Agent:
         self.thinking = thinking
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
         self.env = dict(env) if env is not None else {}
+        for value in secret_environment(self.env.items()).values():
+            register_secret(value)  # tools pass these to subprocesses: keep them out of output
         self.deps = deps
         self._settings: RunSettings | None = None
         self._dynamic: list[Toolset] = []
