@@ -162,7 +162,8 @@ def test_tether_kb_add_search_list_rm(tmp_path: Path, monkeypatch: pytest.Monkey
 
     found = runner.invoke(cli, ["kb", "search", "delay capped", "--json"])
     rows = [json.loads(line) for line in found.output.splitlines() if line.startswith("{")]
-    assert rows[0]["doc"] == "docs/retries.md" and rows[0]["keyword_only"] is True
+    assert rows[0]["doc"] == (docs / "retries.md").resolve().as_posix()  # the id: absolute
+    assert rows[0]["keyword_only"] is True
     assert (rows[0]["start_line"], rows[0]["end_line"]) == (1, 2)
 
     listed = runner.invoke(cli, ["kb", "list"])

@@ -7,10 +7,12 @@
     tether kb list
     tether kb rm docs/old.md
 
-Documents are identified by their path relative to the current directory, so
-``kb add`` run again from the same place updates them in place: unchanged files are
-skipped, changed ones re-chunked. The backend and embedder come from ``[memory]`` in the
-configuration; ``--backend`` and ``--embedder`` override them for one command.
+Documents are identified by their absolute, resolved path (:mod:`tether.cli.kb_paths`),
+so ``kb add`` run again, from anywhere, updates them in place: unchanged files are
+skipped, changed ones re-chunked, and the same file is never indexed twice. They are shown
+relative to the knowledge base's root (the configuration file's directory) when inside
+it. The backend and embedder come from ``[memory]`` in the configuration; ``--backend``
+and ``--embedder`` override them for one command.
 """
 
 from __future__ import annotations
@@ -74,15 +76,6 @@ def _files(paths: Sequence[Path]) -> Iterator[Path]:
             fail(f"{path} does not exist. Give files or directories to index.")
 
 
-def _doc_id(path: Path) -> str:
-    """The path relative to the current directory (absolute if outside it), with '/'."""
-    resolved = path.resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_posix()
-
-
 def _read_text(path: Path) -> str | None:
     """The file's text, or ``None`` for binary, undecodable or oversized files."""
     try:
@@ -128,8 +121,9 @@ def add(
     finishes the job, skipping what was already indexed.
     """
     from ..knowledge.knowledge_base import AddOutcome, AddProgress
+    from .kb_paths import document_id
 
-    files = list(_files(paths))
+    files = list({document_id(path): path for path in _files(paths)}.values())
     knowledge = _open(state, backend, embedder)
     skipped: list[str] = []
     progress = _progress_bar(len(files))
@@ -142,7 +136,7 @@ def add(
             if text is None:
                 skipped.append(str(path))
             else:
-                yield _doc_id(path), text
+                yield document_id(path), text
 
     def report(state: AddProgress) -> None:
         nonlocal written
@@ -273,8 +267,12 @@ def search(
         click.echo("(keyword search only: no embedder is configured)")
     if not passages:
         click.echo("No passages found.")
+    from .kb_paths import kb_root, shown
+
+    root = kb_root(state.config())
     for number, p in enumerate(passages, start=1):
-        click.secho(f"[{number}] {p.reference}  score {p.score:.4f}", bold=True)
+        lines = f"{p.start_line}" if p.start_line == p.end_line else f"{p.start_line}-{p.end_line}"
+        click.secho(f"[{number}] {shown(p.doc_id, root)}:{lines}  score {p.score:.4f}", bold=True)
         click.echo(p.text)
         click.echo()
 
@@ -294,6 +292,9 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
         documents = knowledge.documents()
     finally:
         knowledge.close()
+    from .kb_paths import kb_root, shown
+
+    root = kb_root(state.config())
     for doc in documents:
         if as_json:
             click.echo(
@@ -308,7 +309,7 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
             )
         else:
             vectors = doc.embedder or "keywords only"
-            click.echo(f"{doc.doc_id}\t{doc.chunks} chunks\t{vectors}")
+            click.echo(f"{shown(doc.doc_id, root)}\t{doc.chunks} chunks\t{vectors}")
     if not as_json:
         click.echo(f"{len(documents)} documents.")
 
@@ -318,18 +319,20 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
 @_backend_option
 @pass_state
 def rm(state: CliState, docs: tuple[str, ...], backend: str | None) -> None:
-    """Remove documents (by id as `kb list` shows it, or by path) from the index."""
+    """Remove documents from the index: by id, as `kb list` shows them, or by any path
+    to the file."""
     from ..knowledge.knowledge_base import KnowledgeBase
 
     knowledge = KnowledgeBase.open(
         state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None
     )
+    from .kb_paths import kb_root, spellings
+
+    root = kb_root(state.config())
     missing = []
     try:
         for doc in docs:
-            removed = asyncio.run(knowledge.remove(doc))
-            if not removed and Path(doc).exists():
-                removed = asyncio.run(knowledge.remove(_doc_id(Path(doc))))
+            removed = any(asyncio.run(knowledge.remove(id_)) for id_ in spellings(doc, root))
             if removed:
                 click.echo(f"Removed {doc}.")
             else:
