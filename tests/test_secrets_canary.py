@@ -257,3 +257,20 @@ def test_reprs_of_configs_and_providers_hide_keys_in_base_urls(
     for text in shown:
         assert key not in text and url_key not in text
     assert "gateway.example" in repr(agent.provider())
+
+
+async def test_store_sessions_are_written_without_secrets(tmp_path: Path, home: Path) -> None:
+    from tether.messages import Message
+    from tether.scrub import register_secret
+    from tether.sessions.sqlite import SqliteSessionStore
+
+    key = canary()
+    register_secret(key)
+    store = SqliteSessionStore(path=str(tmp_path / "sessions.sqlite3"))
+    try:
+        session = await store.open("chat")
+        await session.append(Message.user(f"my key is {key}, keep it safe"))
+        await session.replace([*session.messages, Message.user(f"again {key}")])
+    finally:
+        await store.aclose()
+    assert files_containing(tmp_path, key) == []

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..scrub import scrub
 from . import fail, pass_state
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def show(state: CliState, name: str, as_json: bool) -> None:
     with _store(state).open(name, read_only=True) as session:
         if as_json:
             for message in session.messages:
-                click.echo(message.to_json())
+                click.echo(scrub(message.to_json()))
             return
         click.echo(f"Session {name} ({session.id}): {len(session.messages)} messages")
         if session.repair_report:

@@ -29,6 +29,7 @@ import pydantic
 
 from ..errors import SessionConflictError, SessionError
 from ..messages import Message, new_id
+from ..scrub import scrub
 from .repair import RepairReport, repair_messages
 from .store import validate_session_name
 
@@ -148,7 +149,7 @@ class StoredSession:
         """
         self._writable()
         self._version = await self._io.append(
-            self.name, self._version, len(self._messages), message.to_json()
+            self.name, self._version, len(self._messages), scrub(message.to_json())
         )
         self._messages.append(message)
 
@@ -159,7 +160,8 @@ class StoredSession:
         """
         self._writable()
         new = list(messages)
-        self._version = await self._io.replace(self.name, self._version, [m.to_json() for m in new])
+        lines = [scrub(m.to_json()) for m in new]
+        self._version = await self._io.replace(self.name, self._version, lines)
         self._messages = new
 
     async def clear(self) -> None:
@@ -212,7 +214,7 @@ class VersionedStore:
             _log.warning("Session %s was repaired on load: %s", name, report.summary())
             if not read_only:
                 version = await self.io.replace(
-                    name, record.version, [m.to_json() for m in messages]
+                    name, record.version, [scrub(m.to_json()) for m in messages]
                 )
                 record = StoredRecord(record.id, record.created_at, version, [])
         return StoredSession(self.io, name, record, messages, report, read_only=read_only)
