@@ -60,13 +60,14 @@ def read_file(
         raise ToolError(
             f"{workspace.display(real)} is {describe_binary(head)} ({size} bytes), not text; read_file only shows text."
         )
+    cut = False
     if size <= max_bytes:
         text, used = decode(head, encoding)
         lines = text.splitlines()
         total: int | None = len(lines)
         selected = lines[start_line - 1 : end_line]
     else:
-        selected, used = _stream_lines(real, start_line, end_line, max_bytes, encoding)
+        selected, used, cut = _stream_lines(real, start_line, end_line, max_bytes, encoding)
         total = None
     if start_line > 1 and not selected:
         known = f"it has {total} lines" if total is not None else "it has fewer lines"
@@ -81,7 +82,12 @@ def read_file(
         header = f"{workspace.display(real)} · empty file"
     body = [f"{start_line + i}\t{_clip(line)}" for i, line in enumerate(shown)]
     notes = []
-    if len(selected) > len(shown) or (total is None and end_line is None):
+    if cut:
+        notes.append(
+            f"[Line {start_line} is longer than {max_bytes} bytes; only its start was read, "
+            f"and it is cut here. Continue with start_line={start_line + 1}.]"
+        )
+    elif len(selected) > len(shown) or (total is None and end_line is None):
         notes.append(
             f"[Showing at most {max_lines} lines or {max_bytes} bytes. "
             f"Continue with start_line={last + 1}.]"
@@ -99,21 +105,44 @@ def _clip(line: str) -> str:
 
 def _stream_lines(
     real: Path, start: int, end: int | None, max_bytes: int, encoding: str | None
-) -> tuple[list[str], str]:
+) -> tuple[list[str], str, bool]:
     """Lines ``start..end`` of a file too big to read whole, reading at most ``max_bytes``
-    of the selected lines."""
+    of the selected lines (and never more than that of any one line). The flag is true
+    when the first selected line alone is longer than ``max_bytes``: its start is returned."""
     chunks: list[bytes] = []
     taken = 0
+    cut = False
     with real.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
+        number = 0
+        while raw := handle.readline(max_bytes + 1):
+            number += 1
+            complete = raw.endswith(b"\n") or len(raw) <= max_bytes
             if number < start:
+                while not raw.endswith(b"\n") and raw:  # skip the rest of a long line
+                    raw = handle.readline(1 << 20)
                 continue
-            if (end is not None and number > end) or taken + len(raw) > max_bytes:
+            if end is not None and number > end:
+                break
+            if not complete or taken + len(raw) > max_bytes:
+                if not chunks:
+                    chunks.append(_utf8_prefix(raw[:max_bytes]))
+                    cut = True
                 break
             chunks.append(raw)
             taken += len(raw)
     text, used = decode(b"".join(chunks), encoding)
-    return text.splitlines(), used
+    return text.splitlines(), used, cut
+
+
+def _utf8_prefix(data: bytes) -> bytes:
+    """``data`` without a UTF-8 sequence cut in half at its end (if it is UTF-8 at all)."""
+    for drop in range(4):
+        try:
+            (data[: len(data) - drop] if drop else data).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return data[: len(data) - drop] if drop else data
+    return data
 
 
 @tool(sequential=True)

@@ -69,6 +69,11 @@ class Workspace:
             raise ToolError(
                 "The path is empty or contains a NUL byte. Give a path relative to the workspace root."
             )
+        if kind == "file" and (path.endswith(("/", "/.")) or path == "."):
+            raise ToolError(
+                f"{path!r} ends with `/`, so it names a directory, not a file. Give the file's "
+                'name, e.g. "notes/todo.md".'
+            )
         if path.startswith("~"):
             raise ToolError(
                 f"Refused {path!r}: `~` means the home directory, which is outside the workspace. "

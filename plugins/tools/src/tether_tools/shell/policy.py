@@ -29,6 +29,7 @@ override the built-in rules for the commands they match.
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,8 +57,10 @@ from .rules import (
     Arg,
     check_argv,
     credential_reason,
+    environ_path,
     is_python,
     program_name,
+    rebase,
     write_target_reason,
 )
 
@@ -163,6 +166,12 @@ class _Walker:
         self.builtin = builtin
         self.vars: dict[str, Arg] = {}
         self.depth = 0
+        self.cwd: str | None = "."
+        """Where the next command runs, relative to where the line started (``cd`` moves it);
+        None once a ``cd`` went somewhere only known when the command runs."""
+        self.cwd_text = "."
+        """The same, with unknown parts kept as written (``/proc/$PPID``): enough to see
+        that a relative path lands in ``/proc``."""
 
     # -- structure ------------------------------------------------------------------------------
     def script(self, source: str) -> str | None:
@@ -240,12 +249,14 @@ class _Walker:
         stdin: Arg | None = None
         for redirect in redirects:
             text, dynamic = self.joined(redirect.target)
+            if self.cwd not in (None, ".") and not dynamic:
+                text = rebase(text, self.cwd)
             if redirect.op in _WRITE_REDIRECTS:
                 if redirect.op == ">&" and (text.isdigit() or text == "-"):
                     continue
                 if not dynamic and (why := write_target_reason(text)):
                     return f"The redirection `{redirect.op} {text}` is blocked: {why}.", None
-            if redirect.op in ("<", "<>", "<&") and (why := credential_reason(text)):
+            if redirect.op in ("<", "<>", "<&") and (why := credential_reason(text, self.cwd_text)):
                 return f"The redirection `< {text}` is blocked: {why}.", None
             if redirect.op == "<<<":
                 stdin = (text, dynamic)
@@ -274,7 +285,14 @@ class _Walker:
             return f"`{_short(line)}` matches the deny rule `{rule}` in the shell settings."
         if _match(self.policy.allow, line) is not None:
             return None
-        if self.builtin and (why := check_argv(name, args)) is not None:
+        if name in ("cd", "pushd"):
+            self.change_directory(args)
+        if self.builtin and any(environ_path(t, self.cwd_text) for t, _ in args):
+            return (
+                f"`{_short(line)}` is blocked: it reads another process's environment variables "
+                "(`/proc/<pid>/environ`), which hold the harness's secrets."
+            )
+        if self.builtin and (why := check_argv(name, args, self.cwd)) is not None:
             return f"`{_short(line)}` is blocked: {why}."
         kind, payload = _unwrap(name, args)
         if kind == "argv":
@@ -356,6 +374,18 @@ class _Walker:
             f"`{_short(line)}` is blocked: piping text into `{name}` runs whatever arrives, which the policy "
             "cannot see. Run the commands directly instead."
         )
+
+    def change_directory(self, args: list[Arg]) -> None:
+        operands = [(t, d) for t, d in args if not (t.startswith("-") and not d and t != "-")]
+        if not operands:
+            self.cwd = self.cwd_text = "~"
+            return
+        text, dynamic = operands[0]
+        self.cwd_text = posixpath.normpath(rebase(text, self.cwd_text))
+        if dynamic or text == "-" or self.cwd is None:
+            self.cwd = None
+            return
+        self.cwd = posixpath.normpath(rebase(text, self.cwd))
 
     def effective(self, argv: list[Arg]) -> _Effective | None:
         for _ in range(MAX_DEPTH):
@@ -452,6 +482,7 @@ _WITH_VALUE = {
     "busybox": set(),
     "unbuffer": set(),
     "caffeinate": set(),
+    "coproc": set(),
 }
 
 

@@ -11,6 +11,7 @@ by ``xargs``), and the rules treat such values as possibly anything.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from collections.abc import Callable, Sequence
@@ -101,6 +102,8 @@ _STARTUP_FILES = re.compile(
     r"(?:^|/)(?:\.bashrc|\.bash_profile|\.bash_login|\.profile|\.zshrc|\.zshenv|\.zprofile|\.config/fish/config\.fish)$"
 )
 
+_SSH_ACCESS = re.compile(r"(?:^|/)\.ssh(?:/|$)")
+
 CREDENTIAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), label)
     for pattern, label in (
@@ -117,7 +120,6 @@ CREDENTIAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"(?<![\w.-])\.gnupg(?![\w-])", "GnuPG keys (~/.gnupg)"),
         (r"(?<![\w.-])\.password-store(?![\w-])", "a password store"),
         (r"/etc/(?:shadow|gshadow|sudoers)\b", "system password files"),
-        (r"/proc/[^/\s]+/environ", "another process's environment variables"),
         (r"(?<![\w.-])id_(?:rsa|dsa|ecdsa|ed25519)(?![\w-]*\.pub)\b", "a private SSH key"),
         (r"(?<![\w.-])credentials\.json(?![\w-])", "a credentials file"),
     )
@@ -186,11 +188,70 @@ def _dynamic_reason(text: str) -> str:
     )
 
 
-def credential_reason(text: str) -> str | None:
+def credential_reason(text: str, cwd: str | None = ".") -> str | None:
+    """Why ``text`` (an argument, a redirect target or code) reads credentials, or None.
+    ``cwd`` is where relative paths start (``None``: only known when the command runs)."""
     for pattern, label in CREDENTIAL_PATTERNS:
         if pattern.search(text):
             return f"it reads or exposes {label}"
+    if environ_path(text, cwd):
+        return (
+            "it reads another process's environment variables (`/proc/<pid>/environ`), which hold "
+            "the harness's secrets"
+        )
     return None
+
+
+_TOKEN_SPLIT = re.compile(r"""[\s'"`();=:<>|&]+""")
+
+
+def _braces(component: str) -> list[str]:
+    """One level of brace expansion: ``{environ,x}`` -> ``environ``, ``x``."""
+    match = re.search(r"\{([^{}]*,[^{}]*)\}", component)
+    if match is None:
+        return [component]
+    head, tail = component[: match.start()], component[match.end() :]
+    return [head + choice + tail for choice in match.group(1).split(",")]
+
+
+def expand_braces(text: str, limit: int = 64) -> list[str]:
+    """Brace expansion as the shell does it (``/{usr,tmp}`` -> ``/usr``, ``/tmp``), so a
+    rule sees every path a word stands for; at most ``limit`` results."""
+    results = [text]
+    for _ in range(8):
+        expanded: list[str] = []
+        for item in results:
+            expanded.extend(_braces(item))
+        if expanded == results or len(expanded) > limit:
+            break
+        results = expanded
+    return results
+
+
+def environ_path(text: str, cwd: str | None = ".") -> bool:
+    """Whether ``text`` names (or holds code naming) an ``environ`` file under ``/proc``, in
+    any spelling: ``/proc/self/environ``, ``/proc/$PPID/environ``, ``/proc/./self//environ``,
+    ``/proc/*/env*``, ``/proc/self/task/1/environ``, ``proc/1/environ`` after ``cd /``,
+    ``environ`` after ``cd /proc/self``, ``/proc/self/{environ,x}``."""
+    for token in _TOKEN_SPLIT.split(text):
+        if not token:
+            continue
+        if not token.startswith(("/", "~")) and cwd not in (None, ".", ""):
+            token = posixpath.join(cwd, token)
+        parts: list[str] = []
+        for part in token.split("/"):
+            if part in ("", "."):
+                continue
+            if part == ".." and parts and parts[-1] != "..":
+                parts.pop()
+            else:
+                parts.append(part)
+        if len(parts) < 3 or "proc" not in parts[:-2]:
+            continue
+        last = parts[-1]
+        if any(fnmatch.fnmatchcase("environ", choice) for choice in _braces(last)):
+            return True
+    return False
 
 
 def write_target_reason(path: str) -> str | None:
@@ -209,6 +270,11 @@ def write_target_reason(path: str) -> str | None:
             return f"it writes into the system directory {tree} ({normal})"
     if normal.startswith("~") and _STARTUP_FILES.search(normal):
         return f"it changes the shell startup file {normal}"
+    if _SSH_ACCESS.search(normal):
+        return (
+            f"it changes SSH access or configuration ({normal}): a key added there lets "
+            "someone log in as the user"
+        )
     return None
 
 
@@ -357,6 +423,14 @@ def _privilege(name: str, args: Sequence[Arg]) -> str | None:
     )
 
 
+def _ps(name: str, args: Sequence[Arg]) -> str | None:
+    for text, _ in args:
+        bsd = not text.startswith("-") and text.isalpha()
+        if (bsd and "e" in text) or "environ" in text:
+            return "`ps e` shows the environment variables of processes, which hold secrets"
+    return None
+
+
 def _crontab(name: str, args: Sequence[Arg]) -> str | None:
     if any(t == "-l" for t, _ in args):
         return None
@@ -398,22 +472,56 @@ _RULES: dict[str, Rule] = {
     "mkdir": _writer,
     "sed": _writer,
     "crontab": _crontab,
+    "ps": _ps,
     **dict.fromkeys(PRIVILEGE, _privilege),
 }
+_PATH_RULES = frozenset({_rm, _chmod, _find, _shred, _dd, _writer})
 _DISK = re.compile(
     r"mkfs(?:\..+)?|mke2fs|mkswap|mkntfs|mkdosfs|wipefs|fdisk|sfdisk|cfdisk|gdisk|sgdisk|parted|blkdiscard|zpool|lvremove|vgremove|pvremove|diskutil"
 )
 
 
-def check_argv(name: str, args: Sequence[Arg]) -> str | None:
-    """The first built-in rule ``name args`` breaks, or None."""
+def check_argv(name: str, args: Sequence[Arg], cwd: str | None = ".") -> str | None:
+    """The first built-in rule ``name args`` breaks, or None.
+
+    ``cwd`` is the directory the command runs in as far as the line shows it (``"."``:
+    where the line started; ``"/"`` after ``cd /``; ``None``: after a ``cd`` to a place
+    only known when the command runs). Relative paths are judged from there.
+    """
+    args = [(variant, dynamic) for text, dynamic in args for variant in expand_braces(text)]
     for text, _ in args:
-        if why := credential_reason(text):
+        if why := credential_reason(text, cwd):
             return why
     if _DISK.fullmatch(name):
         return _disk(name, args)
     rule = _RULES.get(name)
-    return rule(name, args) if rule is not None else None
+    if rule is None:
+        return None
+    if cwd is None and rule in (_rm, _chmod, _find, _shred) and _wholesale(args):
+        return (
+            f"`{name}` works on everything in the current directory, and a `cd` before it goes "
+            "to a directory only known when the command runs; write the directory out literally"
+        )
+    if cwd not in (None, ".") and rule in _PATH_RULES:
+        args = [
+            (rebase(text, cwd), dynamic) if not dynamic else (text, dynamic)
+            for text, dynamic in args
+        ]
+    return rule(name, args)
+
+
+def rebase(path: str, cwd: str) -> str:
+    """``path`` as seen from the line's start, when the command runs in ``cwd``."""
+    if path.startswith(("/", "~", "-")) or not path:
+        return path
+    return posixpath.join(cwd, path)
+
+
+def _wholesale(args: Sequence[Arg]) -> bool:
+    return any(
+        not dynamic and _normalize(text) in (".", "..")
+        for text, dynamic in _options_and_operands(args)[1]
+    ) or any(t.startswith(".*") for t, _ in args)
 
 
 def is_python(name: str) -> bool:

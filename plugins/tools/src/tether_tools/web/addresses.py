@@ -9,7 +9,9 @@ compatible, NAT64, 6to4, Teredo) are judged by the embedded address.
 
 Refused: loopback, private, shared (CGNAT), link-local (including the cloud metadata
 service 169.254.169.254 and fd00:ec2::254), multicast, reserved, unspecified
-(``0.0.0.0``, ``::``) and every other address that is not globally routable.
+(``0.0.0.0``, ``::``), every block of the IANA special-purpose registries (such as
+192.0.0.0/24, AS112 and AMT, even where Python calls them global) and every other
+address that is not globally routable.
 """
 
 from __future__ import annotations
@@ -32,6 +34,43 @@ _METADATA = {
     ipaddress.ip_address("fd00:ec2::254"),
 }
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# The IANA IPv4 and IPv6 Special-Purpose Address Registries: none of these is a public web
+# server, whatever a Python version's ``is_global`` says (3.11 calls 192.0.0.9 global).
+_SPECIAL: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] = tuple(
+    (ipaddress.ip_network(network), label)
+    for network, label in (
+        ("0.0.0.0/8", "this network"),
+        ("10.0.0.0/8", "private use"),
+        ("100.64.0.0/10", "shared address space"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link local"),
+        ("172.16.0.0/12", "private use"),
+        ("192.0.0.0/24", "IETF protocol assignments"),
+        ("192.0.2.0/24", "documentation (TEST-NET-1)"),
+        ("192.31.196.0/24", "AS112-v4"),
+        ("192.52.193.0/24", "AMT"),
+        ("192.88.99.0/24", "deprecated 6to4 relay anycast"),
+        ("192.168.0.0/16", "private use"),
+        ("192.175.48.0/24", "direct delegation AS112 service"),
+        ("198.18.0.0/15", "benchmarking"),
+        ("198.51.100.0/24", "documentation (TEST-NET-2)"),
+        ("203.0.113.0/24", "documentation (TEST-NET-3)"),
+        ("240.0.0.0/4", "reserved"),
+        ("255.255.255.255/32", "limited broadcast"),
+        ("::1/128", "loopback"),
+        ("::/128", "unspecified"),
+        ("64:ff9b:1::/48", "IPv4-IPv6 translation"),
+        ("100::/64", "discard-only"),
+        ("100:0:0:1::/64", "dummy IPv6 prefix"),
+        ("2001::/23", "IETF protocol assignments"),
+        ("2001:db8::/32", "documentation"),
+        ("2620:4f:8000::/48", "direct delegation AS112 service"),
+        ("3fff::/20", "documentation"),
+        ("5f00::/16", "segment routing SIDs"),
+        ("fc00::/7", "unique local"),
+        ("fe80::/10", "link-local unicast"),
+    )
+)
 
 
 def parse_ipv4_loose(host: str) -> ipaddress.IPv4Address | None:
@@ -101,6 +140,9 @@ def classify(address: IPAddress) -> str | None:
         return "a reserved address"
     if not address.is_global:
         return "not a public internet address"
+    for network, label in _SPECIAL:
+        if address.version == network.version and address in network:
+            return f"an IANA special-purpose address ({label}, {network})"
     return None
 
 
