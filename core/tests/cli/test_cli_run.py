@@ -227,3 +227,34 @@ def test_ctrl_c_cancels_a_run_in_a_tool_and_exits_130(line_reader: Any) -> None:
     assert "1 tool call (1 failed)" in err
     assert "Cancelled." in err
     assert "Traceback" not in err
+
+
+# -- sessions and images -------------------------------------------------------------------
+def test_run_with_a_session_continues_the_conversation(invoke: Invoke) -> None:
+    first = invoke(*FAKE, "run", "-m", "fake-small", "--session", "work", "hello")
+    assert first.exit_code == 0, first.stderr
+    second = invoke(*FAKE, "run", "-m", "fake-small", "--session", "work", "roles")
+    assert second.stdout == "Roles: user, assistant, user\n"
+    chat = invoke(*FAKE, "chat", "-m", "fake-small", "--session", "work", input="roles\n")
+    assert "you: roles" in chat.stderr  # the chat shows what the runs said
+    assert "Roles: user, assistant, user, assistant, user" in chat.stdout
+
+
+def test_image_files_are_attached_to_the_prompt(invoke: Invoke, tmp_path: Path) -> None:
+    import cli_fake_model
+
+    picture = tmp_path / "chart.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)
+    before = len(cli_fake_model.INSTANCES)
+    result = invoke(*FAKE, "run", "-m", "fake-small", "--image", str(picture), "what is this")
+    assert result.exit_code == 0, result.stderr
+    prompt = cli_fake_model.INSTANCES[before].requests[0].messages[-1]
+    assert prompt.text == "what is this"
+    images = [block for block in prompt.content if block.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an image")
+    refused = invoke(*FAKE, "run", "-m", "fake-small", "--image", str(notes), "hi")
+    assert refused.exit_code == 2
+    assert "is not a PNG, JPEG, GIF or WebP image" in refused.stderr

@@ -26,6 +26,7 @@ from .run import (
     check_provider,
     exit_status,
     model_options,
+    open_named_session,
     parse_tool_names,
     report_error,
     stream_run,
@@ -92,7 +93,7 @@ def converse(
         existed = runner.run(owner.session_store().exists(name))
         chat: Conversation | None = None
         try:
-            session = runner.run(_open_session(owner, name))
+            session = runner.run(open_named_session(owner, name))
             report = getattr(session, "repair_report", None)
             if report:
                 renderer.notice(f'Session "{name}" was repaired on load: {report.summary()}.')
@@ -116,23 +117,6 @@ def converse(
             runner.run(owner.aclose())
             if not existed:
                 runner.run(_drop_if_empty(owner, name))
-
-
-async def _open_session(owner: Agent, name: str) -> AnySession:
-    """The chat's session, opened by ``owner``; a session another process is writing is
-    refused with what a command-line user can do about it."""
-    from ..errors import SessionLockedError
-
-    try:
-        session = await owner.named_session()
-    except SessionLockedError as exc:
-        busy = str(exc).partition(" Close the other writer")[0].rstrip(".")
-        raise SessionLockedError(
-            f"{busy}. Quit the other `tether chat` (or run) using it, or read it with "
-            f"`tether sessions show {name}`."
-        ) from exc
-    assert session is not None
-    return session
 
 
 def _respond(chat: Conversation, runner: asyncio.Runner) -> bool:

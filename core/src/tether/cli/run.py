@@ -15,6 +15,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -33,6 +34,13 @@ if TYPE_CHECKING:
 __all__ = ["build_agent", "check_provider", "exit_status", "run", "stream_run"]
 
 EXIT_CANCELLED = 130
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
 MEMORY_TOOL = "memory"
 
 
@@ -142,6 +150,23 @@ def _resolve_naming_source(agent: Agent, choice: ModelChoice) -> None:
         raise ConfigError(
             f"{exc} (The model {choice.model!r} comes from {choice.source}.)"
         ) from exc
+
+
+async def open_named_session(agent: Agent, name: str) -> AnySession:
+    """The session ``name`` the agent was given, opened now; a session another process is
+    writing is refused with what a command-line user can do about it."""
+    from ..errors import SessionLockedError
+
+    try:
+        session = await agent.named_session()
+    except SessionLockedError as exc:
+        busy = str(exc).partition(" Close the other writer")[0].rstrip(".")
+        raise SessionLockedError(
+            f"{busy}. Quit the other `tether chat` (or run) using it, or read it with "
+            f"`tether sessions show {name}`."
+        ) from exc
+    assert session is not None
+    return session
 
 
 async def check_provider(agent: Agent) -> None:
@@ -269,9 +294,43 @@ def read_prompt(prompt: str | None) -> str:
     return prompt
 
 
+def attach_images(text: str, images: Sequence[Path]) -> Prompt:
+    """``text`` alone, or ``text`` followed by the images (PNG, JPEG, GIF, WebP).
+
+    Raises :class:`click.BadParameter` for a file that is not one of those images.
+    """
+    if not images:
+        return text
+    from ..messages import ImageBlock, TextBlock
+
+    blocks: list[Any] = [TextBlock(text=text)]
+    for path in images:
+        mime = IMAGE_TYPES.get(path.suffix.lower())
+        if mime is None:
+            raise click.BadParameter(
+                f"{path} is not a PNG, JPEG, GIF or WebP image (by its extension).",
+                param_hint="--image",
+            )
+        blocks.append(ImageBlock.from_bytes(path.read_bytes(), mime))
+    return blocks
+
+
 @click.command("run")
 @click.argument("prompt", required=False)
 @model_options
+@click.option(
+    "-s",
+    "--session",
+    "session_name",
+    help="Continue (or start) the named session, as `tether chat --session NAME` does.",
+)
+@click.option(
+    "--image",
+    "images",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Attach an image (PNG, JPEG, GIF, WebP) to the prompt (repeatable).",
+)
 @click.option(
     "--json", "json_mode", is_flag=True, help="Print one JSON object per event instead of text."
 )
@@ -283,13 +342,16 @@ def run(
     system: str | None,
     tools: tuple[str, ...],
     max_turns: int | None,
+    session_name: str | None,
+    images: tuple[Path, ...],
     json_mode: bool,
 ) -> None:
     """Run an agent on PROMPT and stream what it does.
 
     The answer streams as it arrives, with each tool call and its result; a line with
     tokens, cost and time ends the run. When stdout is not a terminal only the answer
-    goes to stdout (activity goes to stderr). PROMPT "-" reads standard input.
+    goes to stdout (activity goes to stderr). PROMPT "-" reads standard input. With
+    --session NAME the run continues that conversation and is kept in it.
 
     \b
     Exit status: 0 done; 1 error, limit, refusal or cut-off answer; 130 cancelled (Ctrl-C).
@@ -297,11 +359,16 @@ def run(
     from ..errors import TetherError
     from .render import make_renderer
 
-    text = read_prompt(prompt)
+    text = attach_images(read_prompt(prompt), images)
     renderer = make_renderer(json_mode=json_mode)
     try:
         agent = build_agent(
-            state, model=model, system=system, tools=parse_tool_names(tools), max_turns=max_turns
+            state,
+            model=model,
+            system=system,
+            tools=parse_tool_names(tools),
+            max_turns=max_turns,
+            session=session_name,
         )
     except TetherError as exc:  # shown by the renderer, so --json output ends with an error object
         report_error(state, renderer, exc)
@@ -310,6 +377,8 @@ def run(
     async def main() -> int:
         try:
             await check_provider(agent)
+            if session_name is not None:
+                await open_named_session(agent, session_name)
             result = await stream_run(agent, text, renderer)
         except TetherError as exc:
             report_error(state, renderer, exc)
