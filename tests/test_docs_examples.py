@@ -87,6 +87,8 @@ RUNNABLE_PAGES = [
     DOCS / "getting-started.md",
     DOCS / "concepts.md",
     DOCS / "configuration.md",
+    DOCS / "structured-output.md",
+    DOCS / "approvals.md",
     TUTORIAL,
 ]
 """Pages whose examples promise to run as written (other pages may show fragments)."""
@@ -144,6 +146,8 @@ def _config_models() -> list[tuple[str, type]]:
         DurableConfig,
         LimitsConfig,
         MemoryConfig,
+        OutputConfig,
+        PermissionsConfig,
         ProviderConfig,
         SessionsConfig,
     )
@@ -155,6 +159,8 @@ def _config_models() -> list[tuple[str, type]]:
         ("memory.", MemoryConfig),
         ("sessions.", SessionsConfig),
         ("durable.", DurableConfig),
+        ("permissions.", PermissionsConfig),
+        ("output.", OutputConfig),
         ("providers.<name>.", ProviderConfig),
     ]
 

@@ -85,20 +85,24 @@ def test_index_is_sorted_and_byte_stable() -> None:
     assert SkillSet().index() == ""
 
 
-def _ctx(tmp_path: Path) -> ToolContext:
-    return ToolContext("c1", "load_skill", "s", "k", tmp_path, CancelToken())
+def _ctx(tmp_path: Path, scope: object = None) -> ToolContext:
+    return ToolContext("c1", "load_skill", "s", "k", tmp_path, CancelToken(), scope=scope)
 
 
 def test_load_skill_returns_the_body_a_file_and_activates_tools(tmp_path: Path) -> None:
     folder = write_skill(tmp_path, "notes", "Notes.", body="Step one.", extra="tools: fs\n")
     (folder / "template.md").write_text("TEMPLATE", encoding="utf-8")
     activated: list[tuple[str, ...]] = []
-    tool = SkillSet([parse_skill(folder)]).load_tool(
-        lambda names: activated.append(tuple(names)) or list(names)
-    )
+
+    def add_tools(names: tuple[str, ...]) -> list[str]:
+        activated.append(tuple(names))
+        return list(names)
+
+    tool = SkillSet([parse_skill(folder)]).load_tool()
+    scope = SimpleNamespace(add_tools=add_tools)
 
     async def call(**arguments: object) -> object:
-        return await tool.call(tool.validate(arguments), _ctx(tmp_path))
+        return await tool.call(tool.validate(arguments), _ctx(tmp_path, scope))
 
     text = asyncio.run(call(name="notes"))
     assert (

@@ -9,8 +9,9 @@ import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
+from .approvals import Approval, ApprovalCallback, Policy, SessionGrants, normalize_approval
 from .boundary import RunBoundary
 from .cancel import CancelToken
 from .compaction import CompactionStrategy
@@ -19,6 +20,7 @@ from .depth import check_run_depth
 from .errors import ConfigError, TetherError
 from .events import Compaction, Done, RunEvent
 from .messages import Block, ImageBlock, Message, TextBlock
+from .output import OutputSpec
 from .plugins import PluginManager
 from .provider import Provider, ThinkingConfig
 from .resolve import ModelRef, parse_model_string
@@ -33,6 +35,8 @@ from .sessions import (
     close_session,
     replace_messages,
 )
+from .skills import Skill, SkillSet, discover_skills, parse_skill, skill_dirs
+from .subagents import DEFAULT_SUBAGENT_DEPTH, agent_tool
 from .tools import Tool, Toolset, as_tool
 
 __all__ = ["Agent"]
@@ -69,6 +73,18 @@ class Agent:
     :param entry_points: load plugins from the ``tether`` entry-point group (default).
         ``False`` loads only tether's built-ins and ``plugins``.
     :param deps: any object handed to tools as ``ToolContext.deps``.
+    :param output_type: the type ``RunResult.output`` must have (see :mod:`tether.output`);
+        ``output_retries`` invalid answers are sent back for correction.
+    :param permissions: a preset name (``"read-only"``, ``"ask"``, ``"accept-edits"``) or
+        a mapping of rules to ``allow``/``ask``/``deny`` (see :mod:`tether.approvals`),
+        applied over the configured ``[permissions]``.
+    :param approval: called (sync or async) for each call a rule says to ``ask`` about;
+        without it such a run suspends until :meth:`resume`.
+    :param skills: skills offered besides those discovered (``.tether/skills``, the user
+        config dir, plugins); ``False`` offers none.
+    :param stop_sequences: strings that end the model's answer.
+    :param max_tokens_continuations: how often an answer cut off at the output limit is
+        continued (with the limit raised to ``continuation_max_output_tokens``).
     """
 
     def __init__(
@@ -93,41 +109,47 @@ class Agent:
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         deps: Any = None,
+        output_type: Any = None,
+        output_retries: int | None = None,
+        permissions: str | Mapping[str, str] | None = None,
+        approval: ApprovalCallback | None = None,
+        skills: Sequence[Skill | str | os.PathLike[str]] | bool = True,
+        stop_sequences: Sequence[str] | None = None,
+        max_tokens_continuations: int | None = None,
+        continuation_max_output_tokens: int | None = None,
     ) -> None:
         install_log_scrubbing()
         self.config = config if config is not None else load_config()
         self.plugins = _plugin_manager(plugin_manager, plugins, entry_points, self.config)
-        chosen = model if model is not None else self.config.model
-        if chosen is None:
-            raise ConfigError(
-                'No model configured. Pass Agent(model="provider/model") or set `model` in '
-                "tether.toml (or the TETHER_MODEL environment variable)."
-            )
-        self._model: str | Provider = chosen
-        self.system = system if system is not None else (self.config.system or "")
-        self._tool_specs: list[ToolSpec] = (
-            list(tools) if tools is not None else list(self.config.tools)
-        )
+        self._model: str | Provider = _chosen_model(self.config, model)
+        config = self.config
+        self.system = _either(system, config.system or "")
+        self._tool_specs: list[ToolSpec] = list(_either(tools, config.tools))
         self.session: AnySession | None = None if isinstance(session, str) else session
         self._session_name = session if isinstance(session, str) else None
         self._session_store: SessionBackend | None = None
-        self._compaction_spec = compaction
-        self.memory = memory
-        self.limits = _limits(limits, self.config)
+        self._compaction_spec, self.memory = compaction, memory
+        self.limits = _limits(limits, config)
         self.retry = retry or RetryPolicy()
-        self.parallel_tools = (
-            self.config.parallel_tools if parallel_tools is None else parallel_tools
-        )
-        self.max_output_tokens = max_output_tokens or self.config.max_output_tokens
-        self.temperature = temperature if temperature is not None else self.config.temperature
-        self.thinking = thinking
+        self.parallel_tools = _either(parallel_tools, config.parallel_tools)
+        self.max_output_tokens = max_output_tokens or config.max_output_tokens
+        self.temperature = _either(temperature, config.temperature)
+        self.thinking, self.deps = thinking, deps
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
         self.env = dict(env) if env is not None else {}
         for value in secret_environment(self.env.items()).values():
             register_secret(value)  # tools pass these to subprocesses: keep them out of output
-        self.deps = deps
+        self.output = _output_spec(config, output_type, output_retries)
+        self.policy, self.approval = _policy(config, permissions), approval
+        self.grants, self._skill_specs = SessionGrants(), skills
+        self.stop_sequences, self.max_tokens_continuations, self.continuation_max_output_tokens = (
+            _answer_limits(
+                config, stop_sequences, max_tokens_continuations, continuation_max_output_tokens
+            )
+        )
         self._settings: RunSettings | None = None
         self._dynamic: list[Toolset] = []
+        self._skill_tool: Tool | None = None
         self._system_by_session: dict[str, str] = {}
         self._repairs_announced: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -149,6 +171,24 @@ class Agent:
         run's model requests and tool calls (see :mod:`tether.boundary`; tether-dbos uses
         it to make runs durable).
         """
+        loop = self._loop(_as_message(prompt), session, cancel, deps, boundary=boundary)
+        async with contextlib.aclosing(loop) as events:
+            async for event in events:
+                yield event
+
+    async def _loop(
+        self,
+        prompt: Message | None,
+        session: AnySession | str | None,
+        cancel: CancelToken | None,
+        deps: Any,
+        *,
+        boundary: RunBoundary | None = None,
+        limits: LimitsConfig | None = None,
+        output: OutputSpec | Literal[False] | None = False,
+        resume: dict[str, Approval] | None = None,
+    ) -> AsyncGenerator[RunEvent, None]:
+        """The one loop, with per-call overrides (``output=False``: the agent's own)."""
         check_run_depth(self.limits.max_run_depth)
         settings = self._run_settings()
         if boundary is not None:
@@ -156,6 +196,12 @@ class Agent:
                 settings,
                 provider=boundary.wrap_provider(settings.provider),
                 tool_boundary=boundary.call_tool,
+            )
+        if limits is not None or output is not False:
+            settings = replace(
+                settings,
+                limits=limits if limits is not None else settings.limits,
+                output=settings.output if output is False else output,
             )
         owned = isinstance(session, str)
         if isinstance(session, str):
@@ -170,10 +216,11 @@ class Agent:
             run = Run(
                 settings,
                 target,
-                _as_message(prompt),
+                prompt,
                 cancel=cancel,
                 deps=deps if deps is not None else self.deps,
                 repair_report=self._repair_to_announce(target),
+                resume=resume,
             )
             async with contextlib.aclosing(run.events()) as events:
                 async for event in events:
@@ -181,6 +228,46 @@ class Agent:
         finally:
             if owned:
                 await close_session(target)
+
+    async def resume_stream(
+        self,
+        decisions: Mapping[str, Approval | bool | str],
+        *,
+        session: AnySession | str | None = None,
+        cancel: CancelToken | None = None,
+        deps: Any = None,
+    ) -> AsyncGenerator[RunEvent, None]:
+        """Continue a run suspended for approval (``Outcome.SUSPENDED``) on ``session``.
+
+        ``decisions`` maps each pending call id to a decision (``True``/``False``,
+        ``"allow"``/``"deny"``/``"always"``, or an :class:`~tether.approvals.Approval`).
+        Approved calls run, denied ones get an error result the model sees, and the loop
+        goes on. Works in a new process: the pending calls are read from the session.
+        """
+        normalised = {key: normalize_approval(value) for key, value in decisions.items()}
+        loop = self._loop(None, session, cancel, deps, resume=normalised)
+        async with contextlib.aclosing(loop) as events:
+            async for event in events:
+                yield event
+
+    async def resume(
+        self,
+        decisions: Mapping[str, Approval | bool | str],
+        *,
+        session: AnySession | str | None = None,
+        cancel: CancelToken | None = None,
+        deps: Any = None,
+    ) -> RunResult:
+        """:meth:`resume_stream`, returning the result carried by its ``Done``."""
+        return await _result_of(
+            self.resume_stream(decisions, session=session, cancel=cancel, deps=deps)
+        )
+
+    def as_tool(
+        self, name: str, description: str, *, max_depth: int = DEFAULT_SUBAGENT_DEPTH
+    ) -> Tool:
+        """This agent as a tool of another agent (a sub-agent); see :mod:`tether.subagents`."""
+        return agent_tool(self, name, description, max_depth=max_depth)
 
     async def run(
         self,
@@ -191,13 +278,7 @@ class Agent:
         deps: Any = None,
     ) -> RunResult:
         """Consume :meth:`stream` and return the result carried by its ``Done``."""
-        result: RunResult | None = None
-        async for event in self.stream(prompt, session=session, cancel=cancel, deps=deps):
-            if type(event) is Done:
-                result = event.result
-        if result is None:  # the loop always ends with Done; this guards a broken contract
-            raise TetherError("The run ended without a result.")
-        return result
+        return await _result_of(self.stream(prompt, session=session, cancel=cancel, deps=deps))
 
     def run_sync(self, prompt: Prompt, **kwargs: Any) -> RunResult:
         """:meth:`run` for scripts: starts an event loop. Not usable inside one."""
@@ -323,14 +404,17 @@ class Agent:
             provider = factory(self.config.provider(ref.provider))
         else:
             provider = self._model
-        tools, tool_settings = self._resolve_tools()
+        skills = self._skills()
+        self._skill_tool = skills.load_tool() if len(skills) else None
+        tools, tool_settings, toolsets = self._agent_tools()
+        system = f"{self.system}\n\n{skills.index()}".strip() if len(skills) else self.system
         capabilities = provider.capabilities(ref.model)
         self._settings = RunSettings(
             provider=provider,
             model=ref.model,
             model_string=str(ref),
             capabilities=capabilities,
-            system=self.system,
+            system=system,
             tools=tools,
             tool_definitions=tuple(t.definition for t in tools.values()),
             tool_settings=tool_settings,
@@ -352,8 +436,25 @@ class Agent:
                 if self.config.cache.warn_below > 0 and capabilities.prompt_caching
                 else None
             ),
+            output=self.output,
+            stop_sequences=self.stop_sequences,
+            max_tokens_continuations=self.max_tokens_continuations,
+            continuation_max_output_tokens=self.continuation_max_output_tokens,
+            policy=self.policy,
+            approval=self.approval,
+            grants=self.grants,
+            toolsets=toolsets,
+            resolve_tools=self._tools_named,
         )
         return self._settings
+
+    def _agent_tools(self) -> tuple[dict[str, Tool], dict[str, dict[str, Any]], dict[str, str]]:
+        """The agent's own tools (with ``load_skill`` when it has skills), their settings
+        and the toolset each came from."""
+        tools, tool_settings, toolsets = self._resolve_tools()
+        if self._skill_tool is not None:
+            tools.setdefault(self._skill_tool.name, self._skill_tool)
+        return tools, tool_settings, toolsets
 
     def _tool_versions(self) -> tuple[int, ...]:
         return tuple(toolset.version for toolset in self._dynamic)
@@ -366,8 +467,9 @@ class Agent:
         versions = self._tool_versions()
         if versions == current.tool_versions:
             return None
-        tools, tool_settings = self._resolve_tools()
+        tools, tool_settings, toolsets = self._agent_tools()
         changes: dict[str, Any] = {
+            "toolsets": toolsets,
             "tools": tools,
             "tool_definitions": tuple(t.definition for t in tools.values()),
             "tool_settings": tool_settings,
@@ -403,13 +505,16 @@ class Agent:
                 observers.append(observer)
         return observers
 
-    def _resolve_tools(self) -> tuple[dict[str, Tool], dict[str, dict[str, Any]]]:
-        """The agent's tools by name, and each tool's settings: ``[tool_settings.<toolset>]``
-        overlaid by ``[tool_settings.<tool>]``."""
+    def _resolve_tools(
+        self, specs: Sequence[ToolSpec] | None = None
+    ) -> tuple[dict[str, Tool], dict[str, dict[str, Any]], dict[str, str]]:
+        """The agent's tools by name, each tool's settings (``[tool_settings.<toolset>]``
+        overlaid by ``[tool_settings.<tool>]``) and the toolset each came from."""
         resolved: dict[str, Tool] = {}
         settings: dict[str, dict[str, Any]] = {}
+        toolsets: dict[str, str] = {}
         configured = self.config.tool_settings
-        for spec in self._tool_specs:
+        for spec in self._tool_specs if specs is None else specs:
             group: str | None = None
             if isinstance(spec, str):
                 items: list[Tool] = list(
@@ -431,15 +536,41 @@ class Agent:
                         f'Two tools are named "{item.name}". Tool names must be unique per agent.'
                     )
                 resolved[item.name] = item
+                if group is not None:
+                    toolsets[item.name] = group
                 settings[item.name] = {
                     **configured.get(group or "", {}),
                     **configured.get(item.name, {}),
                 }
         memory_tool = getattr(self.memory, "tool", None)
-        if isinstance(memory_tool, Tool) and memory_tool.name not in resolved:
+        if specs is None and isinstance(memory_tool, Tool) and memory_tool.name not in resolved:
             resolved[memory_tool.name] = memory_tool
             settings[memory_tool.name] = dict(configured.get(memory_tool.name, {}))
-        return resolved, settings
+        return resolved, settings, toolsets
+
+    def _tools_named(self, names: Sequence[str]) -> dict[str, Tool]:
+        """Tools for tool or toolset names a loaded skill asks for; their settings and
+        toolsets join the agent's. Unknown names are skipped (a skill may name tools
+        another installation has)."""
+        known = [n for n in names if n in self.plugins.tools]
+        tools, settings, toolsets = self._resolve_tools(known)
+        if self._settings is not None:
+            self._settings.tool_settings.update(settings)
+            self._settings.toolsets.update(toolsets)
+        return tools
+
+    def _skills(self) -> SkillSet:
+        spec = self._skill_specs
+        if spec is False:
+            return SkillSet()
+        found: dict[str, Skill] = {r.name: r.component for r in self.plugins.skills}
+        for skill in discover_skills(skill_dirs(self.cwd), on_error=_log_skill_error):
+            found[skill.name] = skill
+        if spec is not True:
+            for item in spec:
+                skill = item if isinstance(item, Skill) else parse_skill(item)
+                found[skill.name] = skill
+        return SkillSet(found.values())
 
     def _resolve_compaction(self) -> CompactionStrategy:
         spec = self._compaction_spec
@@ -469,6 +600,71 @@ class Agent:
         if system is None:
             system = take_snapshot()
         return replace(settings, system=system, refresh_system=take_snapshot)
+
+
+async def _result_of(events: AsyncGenerator[RunEvent, None]) -> RunResult:
+    result: RunResult | None = None
+    async for event in events:
+        if type(event) is Done:
+            result = event.result
+    if result is None:  # the loop always ends with Done; this guards a broken contract
+        raise TetherError("The run ended without a result.")
+    return result
+
+
+def _chosen_model(config: Config, model: str | Provider | None) -> str | Provider:
+    chosen = model if model is not None else config.model
+    if chosen is None:
+        raise ConfigError(
+            'No model configured. Pass Agent(model="provider/model") or set `model` in '
+            "tether.toml (or the TETHER_MODEL environment variable)."
+        )
+    return chosen
+
+
+def _output_spec(config: Config, output_type: Any, retries: int | None) -> OutputSpec | None:
+    if output_type is None:
+        return None
+    return OutputSpec(output_type, retries=_either(retries, config.output.retries))
+
+
+def _answer_limits(
+    config: Config,
+    stop_sequences: Sequence[str] | None,
+    continuations: int | None,
+    continuation_tokens: int | None,
+) -> tuple[tuple[str, ...], int, int | None]:
+    """Stop sequences, max-tokens continuations and their output limit: the Agent's
+    arguments, else the configured ``[output]``."""
+    out = config.output
+    return (
+        tuple(_either(stop_sequences, out.stop_sequences)),
+        _either(continuations, out.max_tokens_continuations),
+        _either(continuation_tokens, out.continuation_max_output_tokens),
+    )
+
+
+T = TypeVar("T")
+
+
+def _either(given: T | None, configured: T) -> T:
+    return configured if given is None else given
+
+
+def _policy(config: Config, permissions: str | Mapping[str, str] | None) -> Policy:
+    """The configured ``[permissions]`` overlaid by the Agent's ``permissions``."""
+    mode, rules = config.permissions.mode, dict(config.permissions.rules)
+    if isinstance(permissions, str):
+        mode = permissions
+    elif permissions is not None:
+        rules.update(permissions)
+    return Policy.build(mode, rules)
+
+
+def _log_skill_error(error: Exception) -> None:
+    import logging
+
+    logging.getLogger("tether.skills").warning("Skipped a skill: %s", error)
 
 
 def _as_message(prompt: Prompt) -> Message:

@@ -32,12 +32,15 @@ from enum import StrEnum
 from typing import Any, TypeAlias
 
 from .errors import ConfigError
+from .messages import Message, ToolCallBlock, ToolResultBlock
+from .result import PendingCall
 
 __all__ = [
     "PRESETS",
     "Approval",
     "ApprovalCallback",
     "ApprovalRequest",
+    "Gate",
     "Permission",
     "Policy",
     "Rule",
@@ -286,3 +289,117 @@ class SessionGrants:
 def subject_of(rule: Rule | None, arguments: Mapping[str, Any], order: Sequence[str]) -> str | None:
     """The argument value a prompt should show for a call (its first text argument)."""
     return _argument(arguments, order, rule.argument if rule is not None else None)
+
+
+PENDING_KEY = "pending_approval"
+"""``meta`` key of the tool message a suspended run leaves: the ids of the calls waiting."""
+
+WAITING = "Not run yet: this call is waiting for a person to approve it."
+
+
+@dataclass(slots=True)
+class Review:
+    """The verdict on one response's calls: pre-decided results of denied calls, and the
+    calls still waiting for a decision (non-empty: the run suspends)."""
+
+    denied: dict[str, ToolResultBlock] = field(default_factory=dict)
+    pending: list[PendingCall] = field(default_factory=list)
+
+
+class Gate:
+    """Applies a :class:`Policy` to a response's calls, asking the callback when a rule
+    says ``ask``. One per run; ``grants`` outlive it (one per agent)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        callback: ApprovalCallback | None,
+        grants: SessionGrants,
+        session_id: str,
+        toolsets: Mapping[str, str],
+        orders: Mapping[str, Sequence[str]],
+    ) -> None:
+        self.policy = policy
+        self.callback = callback
+        self.grants = grants
+        self.session_id = session_id
+        self.toolsets = toolsets
+        self.orders = orders
+
+    async def review(
+        self,
+        calls: Sequence[ToolCallBlock],
+        decisions: Mapping[str, Approval] | None = None,
+    ) -> Review:
+        """Decide every call in declared order. ``decisions`` (from ``resume``) answer
+        ``ask`` calls instead of the callback."""
+        review = Review()
+        for call in calls:
+            order = self.orders.get(call.name, ())
+            permission, rule = self.policy.decide(
+                call.name, call.arguments, toolset=self.toolsets.get(call.name), order=order
+            )
+            if permission is Permission.ALLOW:
+                continue
+            if permission is Permission.DENY:
+                review.denied[call.id] = _denial(
+                    call, f"Denied by the permission rule `{rule.text if rule else '*'}`."
+                )
+                continue
+            if self.grants.allowed(self.session_id, call.name):
+                continue
+            decision = decisions.get(call.id) if decisions is not None else None
+            if decision is None and self.callback is not None and decisions is None:
+                request = ApprovalRequest(
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    rule.text if rule else None,
+                    self.session_id,
+                    subject_of(rule, call.arguments, order),
+                )
+                decision = await ask(self.callback, request)
+            if decision is None:
+                review.pending.append(
+                    PendingCall(
+                        call.id, call.name, dict(call.arguments), rule.text if rule else None
+                    )
+                )
+                continue
+            if decision.always and decision.allow:
+                self.grants.grant(self.session_id, call.name)
+            if not decision.allow:
+                why = f" Reason: {decision.reason}" if decision.reason else ""
+                review.denied[call.id] = _denial(call, f"Denied by the user.{why}")
+        return review
+
+
+def _denial(call: ToolCallBlock, why: str) -> ToolResultBlock:
+    return ToolResultBlock(
+        call_id=call.id,
+        content=f"{why} The call `{call.name}` was not run. Do not retry it; continue "
+        "without it or ask the user what to do.",
+        is_error=True,
+    )
+
+
+def waiting_message(calls: Sequence[ToolCallBlock], pending: Sequence[PendingCall]) -> Message:
+    """The tool message a suspended run leaves: every call answered with a placeholder
+    (so the history stays valid), the waiting call ids in ``meta``."""
+    message = Message.tool(
+        ToolResultBlock(call_id=call.id, content=WAITING, is_error=True) for call in calls
+    )
+    setattr(message.meta, PENDING_KEY, [p.call_id for p in pending])
+    return message
+
+
+def pending_of(messages: Sequence[Message]) -> tuple[list[ToolCallBlock], list[str]] | None:
+    """The calls of a suspended run at the end of ``messages`` and the ids waiting, or
+    ``None`` if the history does not end in a suspension."""
+    if len(messages) < 2 or messages[-1].role != "tool":
+        return None
+    waiting = getattr(messages[-1].meta, PENDING_KEY, None)
+    if not waiting:
+        return None
+    return messages[-2].tool_calls, list(waiting)

@@ -45,6 +45,15 @@ An example with every section::
     [mcp.servers.github]                       # a table no core key claims: kept for plugins
     url = "https://mcp.example/github"
 
+    [permissions]
+    mode = "accept-edits"                       # default, read-only, ask, accept-edits
+    [permissions.rules]
+    "run_command(git status*)" = "allow"
+
+    [output]
+    stop_sequences = ["</answer>"]
+    max_tokens_continuations = 2               # continue answers cut off at the limit
+
 A malformed file or an unknown key raises :class:`~tether.errors.ConfigError` naming
 the file and the key. Top-level *tables* that tether itself does not define (``[mcp]``
 above) belong to plugins: they are kept, unvalidated, in :attr:`Config.sections` for the
@@ -73,6 +82,8 @@ __all__ = [
     "DurableConfig",
     "LimitsConfig",
     "MemoryConfig",
+    "OutputConfig",
+    "PermissionsConfig",
     "ProviderConfig",
     "SessionsConfig",
     "config_path",
@@ -209,6 +220,31 @@ class DurableConfig(_Strict):
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
+class PermissionsConfig(_Strict):
+    """Which tool calls run, ask first, or are refused (see :mod:`tether.approvals`)."""
+
+    mode: str | None = Field(
+        None, description="A named preset: default, read-only, ask, accept-edits."
+    )
+    rules: dict[str, str] = Field(
+        default_factory=dict, description='Rule → allow/ask/deny, e.g. "write_file(docs/**)".'
+    )
+
+
+class OutputConfig(_Strict):
+    """How answers end: stop sequences, continuation past the output limit, retries of
+    invalid structured output."""
+
+    stop_sequences: list[str] = Field(default_factory=list)
+    max_tokens_continuations: int = Field(0, ge=0, description="Continuations of a cut-off answer.")
+    continuation_max_output_tokens: int | None = Field(
+        None, ge=1, description="Output limit of continuation calls (default: the model's maximum)."
+    )
+    retries: int = Field(
+        2, ge=0, description="Invalid structured answers sent back for correction."
+    )
+
+
 class Config(_Strict):
     """The whole configuration. Construct directly in code, or :func:`load_config`."""
 
@@ -231,6 +267,8 @@ class Config(_Strict):
         description="Settings of event observers by name; `enabled = false` turns one off.",
     )
     durable: DurableConfig = Field(default_factory=DurableConfig)
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
     data_dir: Path | None = None
     sections: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

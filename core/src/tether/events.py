@@ -34,6 +34,8 @@ __all__ = [
     "CacheWarning",
     "Compaction",
     "Done",
+    "Nested",
+    "PartialOutput",
     "Retry",
     "RunAborted",
     "RunEvent",
@@ -210,6 +212,42 @@ class SessionRepaired:
 
 
 @dataclass(slots=True)
+class PartialOutput:
+    """The structured output parsed so far from a streamed native-JSON answer.
+
+    ``value`` is plain JSON data (dicts, lists, ...), not yet validated: fields may be
+    missing or cut short. The validated object is ``RunResult.output``.
+    """
+
+    value: Any
+
+
+@dataclass(slots=True)
+class Nested:
+    """An event of a sub-agent's run, surfacing in the parent's stream.
+
+    ``path`` holds the ids of the tool calls that started each sub-agent, outermost
+    first: ``("call_1",)`` for a child of this run, ``("call_1", "call_7")`` for a
+    grandchild. ``agent`` is the name of the sub-agent tool that produced ``event``.
+    The child's events arrive in order, between the parent's ``ToolStart`` and
+    ``ToolEnd`` of ``path[0]``.
+    """
+
+    path: tuple[str, ...]
+    agent: str
+    event: RunEvent
+
+    @property
+    def call_id(self) -> str:
+        """The tool call of this run that started the sub-agent."""
+        return self.path[0]
+
+    @property
+    def depth(self) -> int:
+        return len(self.path)
+
+
+@dataclass(slots=True)
 class Done:
     """The run ended; ``result`` says how."""
 
@@ -229,6 +267,8 @@ RunEvent: TypeAlias = (
     | SessionRepaired
     | CacheWarning
     | RunAborted
+    | PartialOutput
+    | Nested
     | Done
 )
 
@@ -249,7 +289,8 @@ def event_to_dict(event: RunEvent) -> dict[str, Any]:
     """A JSON-ready, flat object for ``event`` whose ``type`` names the event
     (``run_start``, ``text_delta``, ``thinking_delta``, ``tool_start``, ``tool_progress``,
     ``tool_end``, ``compaction``, ``retry``, ``turn_end``, ``cache_warning``,
-    ``session_repaired``, ``run_aborted``, ``done``). Errors are given as their
+    ``session_repaired``, ``run_aborted``, ``partial_output``, ``nested`` (a sub-agent's
+    event under ``event``), ``done``). Errors are given as their
     message and class name. Raises :class:`TypeError` for anything that is not an event.
     """
     serialise = _SERIALISERS.get(type(event))
@@ -289,7 +330,7 @@ def _done(event: Done) -> dict[str, Any]:
     return {
         "type": "done",
         "outcome": result.outcome.value,
-        "output": result.output,
+        "output": _jsonable(result.output),
         "session_id": result.session_id,
         "usage": result.usage.model_dump(mode="json"),
         "cost": result.cost,
@@ -305,6 +346,25 @@ def _done(event: Done) -> dict[str, Any]:
         "stop_reason": result.stop_reason.value if result.stop_reason is not None else None,
         "duration": result.duration,
         **_error_fields(result.error),
+        **({"pending": [_jsonable(p) for p in result.pending]} if result.pending else {}),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON data for any value pydantic can serialise (models, dataclasses, ...)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    import pydantic_core
+
+    return pydantic_core.to_jsonable_python(value)
+
+
+def _nested(event: Nested) -> dict[str, Any]:
+    return {
+        "type": "nested",
+        "path": list(event.path),
+        "agent": event.agent,
+        "event": event_to_dict(event.event),
     }
 
 
@@ -368,5 +428,7 @@ _SERIALISERS: dict[type[Any], Callable[[Any], dict[str, Any]]] = {
     },
     RunAborted: lambda e: {"type": "run_aborted", "duration": e.duration, **_error_fields(e.error)},
     SessionRepaired: _session_repaired,
+    PartialOutput: lambda e: {"type": "partial_output", "value": _jsonable(e.value)},
+    Nested: _nested,
     Done: _done,
 }

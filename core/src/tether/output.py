@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 import pydantic_core
 
 from .errors import ConfigError, OutputValidationError
+from .messages import Message, ToolCallBlock, ToolResultBlock
 from .provider import OutputSchema, ToolDefinition
 
-__all__ = ["FINAL_TOOL", "OutputSpec"]
+__all__ = ["FINAL_TOOL", "OutputRun", "OutputSpec", "OutputStep"]
 
 FINAL_TOOL = "final_result"
 """Name of the final-answer tool offered to models without native schema output."""
@@ -235,3 +237,107 @@ def _strip_fence(text: str, *, partial: bool = False) -> str:
         elif not partial:
             return stripped
     return stripped.strip()
+
+
+@dataclass(slots=True)
+class OutputStep:
+    """What the runner does after a response, for structured output.
+
+    ``results`` answer the response's tool calls (tool mode), ``followup`` is a user
+    message asking for a correction; ``finished`` means ``value`` is the run's output;
+    ``error`` ends the run (after ``results`` are written, so the invariant holds).
+    """
+
+    finished: bool = False
+    value: Any = None
+    results: list[ToolResultBlock] | None = None
+    followup: Message | None = None
+    error: OutputValidationError | None = None
+
+
+class OutputRun:
+    """Structured output over one run: what to request, and each response's review."""
+
+    def __init__(self, spec: OutputSpec, *, native: bool) -> None:
+        self.spec = spec
+        self.native = native
+        self.failures = 0
+        self._text: list[str] = []
+        self._last_partial: Any = None
+
+    def tools(self, definitions: Sequence[ToolDefinition]) -> Sequence[ToolDefinition]:
+        if self.native:
+            return definitions
+        return (*definitions, self.spec.tool_definition())
+
+    def schema(self) -> OutputSchema | None:
+        return self.spec.native_schema() if self.native else None
+
+    def started(self) -> None:
+        """A model call (or a retry of one) starts: forget the partial answer."""
+        self._text.clear()
+        self._last_partial = None
+
+    def delta(self, text: str) -> Any:
+        """Feed a text delta; the partial value when it changed (native mode), else None."""
+        if not self.native:
+            return None
+        self._text.append(text)
+        value = self.spec.partial("".join(self._text))
+        if value is None or value == self._last_partial:
+            return None
+        self._last_partial = value
+        return value
+
+    def review(self, message: Message) -> OutputStep | None:
+        """Decide what a finished response means; ``None``: carry on with its tool calls."""
+        calls = message.tool_calls
+        finals = [c for c in calls if c.name == self.spec.name] if not self.native else []
+        if finals:
+            return self._review_final(calls, finals[0])
+        if calls:
+            return None
+        try:
+            return OutputStep(finished=True, value=self.spec.validate_text(message.text))
+        except OutputValidationError as exc:
+            prompt = self.spec.retry_prompt(exc) if self.native else self.spec.missing_tool_prompt()
+            return self._failed(exc, followup=Message.user(prompt))
+
+    def _review_final(self, calls: list[ToolCallBlock], final: ToolCallBlock) -> OutputStep:
+        def others(why: str) -> list[ToolResultBlock]:
+            return [
+                ToolResultBlock(call_id=c.id, content=why, is_error=True)
+                if c is not final
+                else ToolResultBlock(call_id=c.id, content="")
+                for c in calls
+            ]
+
+        try:
+            value = self.spec.validate_arguments(final.arguments)
+        except OutputValidationError as exc:
+            results = others("Not run: the final answer in the same response was invalid.")
+            index = calls.index(final)
+            results[index] = ToolResultBlock(call_id=final.id, content=str(exc), is_error=True)
+            return self._failed(exc, results=results)
+        results = others("Not run: the final answer ended the run.")
+        results[calls.index(final)] = ToolResultBlock(
+            call_id=final.id, content="Final answer received."
+        )
+        return OutputStep(finished=True, value=value, results=results)
+
+    def _failed(
+        self,
+        error: OutputValidationError,
+        *,
+        results: list[ToolResultBlock] | None = None,
+        followup: Message | None = None,
+    ) -> OutputStep:
+        self.failures += 1
+        if self.failures > self.spec.retries:
+            final = OutputValidationError(
+                f"The answer did not match the output type after {self.failures} attempt(s). "
+                f"Last problem: {error}",
+                errors=error.errors,
+            )
+            return OutputStep(results=results, error=final)
+        return OutputStep(results=results, followup=followup)

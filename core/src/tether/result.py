@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import TetherError
 from .messages import Message, StopReason, Usage
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .events import CacheWarning
     from .provider import CostBreakdown
 
-__all__ = ["Outcome", "RunResult", "cache_hit_ratio", "low_cache_warning"]
+__all__ = ["Outcome", "PendingCall", "RunResult", "cache_hit_ratio", "low_cache_warning"]
 
 
 def cache_hit_ratio(usage: Usage) -> float | None:
@@ -37,6 +37,24 @@ class Outcome(StrEnum):
     """A run limit was reached (``error`` is the :class:`~tether.errors.LimitExceeded`)."""
     CANCELLED = "cancelled"
     """The run's :class:`~tether.CancelToken` was cancelled."""
+    SUSPENDED = "suspended"
+    """Tool calls wait for approval; ``pending`` lists them. Continue with
+    :meth:`tether.Agent.resume`, in this process or another."""
+    NEEDS_HUMAN = "needs_human"
+    """A tool raised :class:`~tether.errors.NeedsHuman`; ``error.user_message`` says why."""
+    INVALID_OUTPUT = "invalid_output"
+    """The answer did not match ``output_type`` after the allowed retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A tool call a suspended run is waiting to have approved or denied."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    rule: str | None = None
+    """The permission rule that asked for approval."""
 
 
 @dataclass(slots=True)
@@ -48,10 +66,13 @@ class RunResult:
     otherwise ``cost_breakdown`` splits it into input, output, cache-read and cache-write
     dollars (from the model catalogue's prices). ``run_id`` is the id of the run's
     :class:`~tether.events.RunStart` (and of its entry in the local run log).
+    ``output`` is the final answer's text, or the validated object when the agent has an
+    ``output_type`` (``None`` if the run ended without a valid one); ``text`` is always
+    the text. ``pending`` lists the calls a suspended run waits on.
     """
 
     outcome: Outcome
-    output: str
+    output: Any
     messages: list[Message]
     session_id: str
     usage: Usage = field(default_factory=Usage)
@@ -65,6 +86,8 @@ class RunResult:
     error: TetherError | None = None
     cost_breakdown: CostBreakdown | None = None
     run_id: str = ""
+    text: str = ""
+    pending: list[PendingCall] = field(default_factory=list)
 
     @property
     def cache_hit_ratio(self) -> float | None:

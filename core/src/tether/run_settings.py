@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .approvals import ApprovalCallback, Policy, SessionGrants
     from .boundary import ToolBoundary
     from .compaction import CompactionStrategy
     from .config import LimitsConfig
     from .events import RunEvent
+    from .output import OutputSpec
     from .provider import ModelCapabilities, Provider, ThinkingConfig, ToolDefinition
     from .retry import RetryPolicy
 
@@ -52,3 +54,17 @@ class RunSettings:
     cache_warning: tuple[float, int] | None = (0.5, 5)
     """(hit-ratio threshold, minimum model calls) for a :class:`~tether.events.CacheWarning`;
     ``None`` turns it off."""
+    output: OutputSpec | None = None
+    """The structured output the run must end with (``Agent(output_type=...)``)."""
+    stop_sequences: Sequence[str] = ()
+    max_tokens_continuations: int = 0
+    """How many times an answer cut off at the output limit is continued."""
+    continuation_max_output_tokens: int | None = None
+    """The output limit of continuation calls (the model's maximum when ``None``)."""
+    policy: Policy | None = None
+    approval: ApprovalCallback | None = None
+    grants: SessionGrants | None = None
+    toolsets: dict[str, str] = field(default_factory=dict)
+    """Tool name → the toolset it came from (permission rules may name either)."""
+    resolve_tools: Callable[[Sequence[str]], dict[str, Any]] | None = None
+    """Tools by name for tool or toolset names (a loaded skill's tools)."""

@@ -51,6 +51,7 @@ from .observe import ObservedToolExecutor, RunObservation, run_start
 from .provider import CostBreakdown, ModelRequest, ModelResponse
 from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
+from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
 from .tool_execution import (
@@ -70,11 +71,12 @@ class Run:
         self,
         settings: RunSettings,
         session: AnySession,
-        prompt: Message,
+        prompt: Message | None,
         *,
         cancel: CancelToken | None = None,
         deps: Any = None,
         repair_report: Any = None,
+        resume: dict[str, Any] | None = None,
     ) -> None:
         self.s = settings
         self.repair_report = repair_report
@@ -84,8 +86,9 @@ class Run:
         self.cancel = cancel or CancelToken()
         self.new_messages: list[Message] = []
         self.start = run_start(settings, session.id)
+        self.features = features = RunFeatures(self, resume=resume)
         self.executor = ObservedToolExecutor(
-            settings.tools,
+            features.tools,
             session_id=session.id,
             cancel=self.cancel,
             cwd=settings.cwd,
@@ -104,6 +107,7 @@ class Run:
             scope=self.scope,
             guard=self.guard,
         )
+        self.executor.scope = features
         self.turns = 0
         self.retries = 0
         self.tool_calls = 0
@@ -136,15 +140,19 @@ class Run:
         yield self.start
         if self.repair_report:
             yield SessionRepaired(self.repair_report)
-        await self._append(self.prompt)
         error: TetherError | None = None
         try:
+            for calls in await self.features.start(self.prompt):
+                async for event in self._run_tools(calls):  # the calls of a resumed run
+                    yield event
             while not self._finished:
                 async with contextlib.aclosing(self._turn()) as turn:
                     async for event in turn:
                         yield event
         except LimitExceeded as exc:
             outcome, error = Outcome.LIMIT, exc
+        except ENDING_ERRORS as exc:
+            outcome, error = self.features.outcome_of(exc), exc
         except asyncio.CancelledError:
             await self._answer_open_calls()
             task = self.scope.task
@@ -183,6 +191,8 @@ class Run:
         yield self._turn_end(response)
         if (warning := low_cache_warning(self.usage, self.turns, self.s.cache_warning)) is not None:
             yield warning
+        if await self.features.after_response(message, self.stop_reason):
+            return
         calls = message.tool_calls
         if self.stop_reason is StopReason.MAX_TOKENS or self.stop_reason is StopReason.REFUSAL:
             if calls:
@@ -200,6 +210,8 @@ class Run:
         if error is not None:
             await self._answer_unrun(calls, f"Not run: {error}")
             raise error
+        if await self.features.review_calls(calls):
+            return
         async with contextlib.aclosing(self._run_tools(calls)) as tool_events:
             async for event in tool_events:
                 yield event
@@ -215,11 +227,13 @@ class Run:
             updated = await update(self.s)
         if updated is not None:
             self.s = updated
-            self.executor.tools = updated.tools
+            self.executor.tools = self.features.rebase_tools(updated.tools)
             self.executor.settings = updated.tool_settings
 
     def _ending(self) -> tuple[Outcome, TetherError | None]:
         """How a run that ended without an exception ended."""
+        if self.features.pending:
+            return Outcome.SUSPENDED, None
         if self.stop_reason is StopReason.MAX_TOKENS:
             return Outcome.MAX_TOKENS, None
         if self.stop_reason is StopReason.REFUSAL:
@@ -235,13 +249,15 @@ class Run:
             model=s.model,
             messages=self.session.messages,
             system=s.system,
-            tools=s.tool_definitions,
-            max_output_tokens=s.max_output_tokens,
+            tools=self.features.tool_definitions(),
+            max_output_tokens=self.features.max_output_tokens,
             temperature=s.temperature,
             thinking=s.thinking,
             session_id=self.session.id,
             capabilities=s.capabilities,
             settings=s.provider_settings,
+            stop_sequences=s.stop_sequences,
+            output_schema=self.features.output_schema(),
         )
 
     async def _call_model(self) -> AsyncGenerator[Any, None]:
@@ -254,6 +270,7 @@ class Run:
             attempt += 1
             request = self._request()
             sent, first = time.perf_counter(), None
+            self.features.attempt_started()
             try:
                 response: ModelResponse | None = None
                 stream = guarded_stream(self.s.provider, request, guard)
@@ -266,6 +283,8 @@ class Run:
                             first = first if first is not None else time.perf_counter() - sent
                             with self.scope.paused():
                                 yield event
+                                if partial := self.features.partial(event):
+                                    yield partial
                 if response is None:
                     raise ProviderError(
                         f"The {self.s.provider.name} provider ended its stream without a response.",
@@ -348,6 +367,7 @@ class Run:
             await self._write_results(calls, results)
             raise
         written = await self._write_results(calls, results)
+        self.features.after_tools()
         self.guard.check_loop(calls, written)
 
     async def _write_results(
@@ -429,6 +449,8 @@ class Run:
     async def _append(self, message: Message) -> None:
         """Write ``message`` to the session (off the event loop when the session can) and
         keep it among this run's new messages."""
+        if await self.features.write(message):
+            return
         await append_message(self.session, message)
         self.new_messages.append(message)
 
@@ -438,20 +460,22 @@ class Run:
             if message.role == "assistant":
                 output = message.text
                 break
-        return RunResult(
-            outcome=outcome,
-            output=output,
-            messages=self.new_messages,
-            session_id=self.session.id,
-            usage=self.usage,
-            cost=self.cost,
-            turns=self.turns,
-            tool_calls=self.tool_calls,
-            tool_errors=self.tool_errors,
-            retries=self.retries,
-            stop_reason=self.stop_reason,
-            duration=self.guard.elapsed(),
-            error=error,
-            cost_breakdown=self.cost_breakdown if self.cost is not None else None,
-            run_id=self.start.run_id,
+        return self.features.finish(
+            RunResult(
+                outcome=outcome,
+                output=output,
+                messages=self.new_messages,
+                session_id=self.session.id,
+                usage=self.usage,
+                cost=self.cost,
+                turns=self.turns,
+                tool_calls=self.tool_calls,
+                tool_errors=self.tool_errors,
+                retries=self.retries,
+                stop_reason=self.stop_reason,
+                duration=self.guard.elapsed(),
+                error=error,
+                cost_breakdown=self.cost_breakdown if self.cost is not None else None,
+                run_id=self.start.run_id,
+            )
         )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,9 +220,9 @@ class SkillSet:
         lines += [f"- {skill.name}: {skill.description}" for skill in self]
         return "\n".join(lines)
 
-    def load_tool(self, activate: Callable[[Sequence[str]], Sequence[str]] | None = None) -> Tool:
-        """The ``load_skill`` tool. ``activate(names)`` is called with the tools a loaded
-        skill names and returns those newly offered."""
+    def load_tool(self) -> Tool:
+        """The ``load_skill`` tool. When a loaded skill names tools, they are added to the
+        calling run (``ToolContext.scope.add_tools``) for its next model calls."""
         skills = self
 
         def load_skill(name: str, ctx: ToolContext, file: str | None = None) -> str:
@@ -242,8 +242,9 @@ class SkillSet:
                     "Files of this skill (read one with load_skill(name, file=...)): "
                     + ", ".join(files)
                 )
-            if skill.tools and activate is not None:
-                added = activate(skill.tools)
+            add_tools = getattr(ctx.scope, "add_tools", None)
+            if skill.tools and add_tools is not None:
+                added = add_tools(skill.tools)
                 if added:
                     parts.append(f"Tools now available for this skill: {', '.join(added)}.")
             return "\n\n".join(parts)

@@ -28,8 +28,8 @@ from .arguments import prepare_arguments
 from .boundary import ToolBoundary
 from .cancel import CancelScope, CancelToken
 from .depth import run_depth, tool_depth
-from .errors import InvalidToolArguments, ToolError
-from .events import ToolEnd, ToolProgress, ToolStart
+from .errors import InvalidToolArguments, NeedsHuman, ToolError
+from .events import RunEvent, ToolEnd, ToolProgress, ToolStart
 from .messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .tool_results import error_result, tool_result
 from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
@@ -88,7 +88,14 @@ class ToolExecutor:
         self.env = env
         self.deps = deps
         self.settings = settings
-        self.progress: asyncio.Queue[ToolProgress] = asyncio.Queue()
+        self.progress: asyncio.Queue[RunEvent] = asyncio.Queue()
+        """Events tools send while they run (progress, a sub-agent's nested events)."""
+        self.decided: dict[str, ToolResultBlock] = {}
+        """Results decided before running (denied by the approval policy), by call id."""
+        self.escalation: NeedsHuman | None = None
+        """The first :class:`NeedsHuman` a tool raised; the runner ends the run with it."""
+        self.scope: Any = None
+        """The run as tools see it (``ToolContext.scope``)."""
         """Progress reported by running calls, for the scheduler to yield."""
         self.state: MutableMapping[str, Any] = {}
 
@@ -97,7 +104,11 @@ class ToolExecutor:
         return tool is not None and tool.sequential
 
     async def execute(self, call: ToolCallBlock) -> ToolResultBlock:
-        """Run ``call`` to its result, through the run's tool boundary if it has one."""
+        """Run ``call`` to its result, through the run's tool boundary if it has one.
+        A call already decided (denied by the approval policy) is answered at once."""
+        decided = self.decided.pop(call.id, None)
+        if decided is not None:
+            return decided
         if self.boundary is not None:
             return await self.boundary(call, self._execute)
         return await self._execute(call, None)
@@ -138,6 +149,10 @@ class ToolExecutor:
             )
         except ToolError as exc:
             return self._error(call, _describe(exc, with_type=False))
+        except NeedsHuman as exc:
+            if self.escalation is None:
+                self.escalation = exc
+            return self._error(call, f"Stopped: a person must act first. {exc}")
         except Exception as exc:
             return self._error(call, f"Tool `{call.name}` failed: {_describe(exc)}")
         return tool_result(
@@ -161,6 +176,7 @@ class ToolExecutor:
             deps=self.deps,
             settings=self.settings.get(tool.name, {}),
             report_progress=self._progress_reporter(call.id, tool.name),
+            scope=self.scope,
         )
 
     def _progress_reporter(
@@ -216,7 +232,7 @@ class ToolScheduler:
         calls: Sequence[ToolCallBlock],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
-    ) -> AsyncGenerator[ToolStart | ToolProgress | ToolEnd, None]:
+    ) -> AsyncGenerator[RunEvent, None]:
         """Run ``calls``, storing each result at its call's index in ``results``.
 
         If interrupted, calls that finished but were not yet reported get their
@@ -266,10 +282,10 @@ class ToolScheduler:
         group: list[int],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
-    ) -> AsyncGenerator[ToolStart | ToolProgress | ToolEnd, None]:
+    ) -> AsyncGenerator[RunEvent, None]:
         started: dict[asyncio.Task[ToolResultBlock], tuple[int, float]] = {}
         progress = self.executor.progress
-        listener: asyncio.Task[ToolProgress] | None = None
+        listener: asyncio.Task[RunEvent] | None = None
         for index in group:
             call = calls[index]
             yield ToolStart(call.id, call.name, call.arguments)

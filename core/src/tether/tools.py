@@ -54,7 +54,9 @@ class ToolContext:
     after a crash or retry carries the same key, so side effects can be deduplicated.
     ``state`` is shared by all tool calls of one run. ``env`` holds the variables a tool
     should pass to subprocesses (never modify ``os.environ``). ``deps`` is whatever the
-    application passed as ``Agent(deps=...)``.
+    application passed as ``Agent(deps=...)``. ``scope`` is the calling run (a
+    :class:`~tether.scope.RunScope`): its remaining budget, a way to charge usage to it
+    and to send events into its stream (sub-agents use it).
     """
 
     call_id: str
@@ -70,6 +72,7 @@ class ToolContext:
     report_progress: Callable[[float, float | None, str | None], None] | None = None
     """``report_progress(progress, total, message)``: each report becomes a
     :class:`~tether.events.ToolProgress` event in the run's stream while the call runs."""
+    scope: Any = None
 
 
 class _Arguments(BaseModel):
