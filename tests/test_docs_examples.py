@@ -89,6 +89,10 @@ RUNNABLE_PAGES = [
     DOCS / "configuration.md",
     DOCS / "structured-output.md",
     DOCS / "approvals.md",
+    DOCS / "sub-agents.md",
+    DOCS / "skills.md",
+    DOCS / "escalation.md",
+    DOCS / "answer-limits.md",
     TUTORIAL,
 ]
 """Pages whose examples promise to run as written (other pages may show fragments)."""
