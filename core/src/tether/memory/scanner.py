@@ -10,6 +10,10 @@ model rather than a fact about the user or the project is refused, with a reason
 - instructions to exfiltrate secrets: sending, posting or uploading keys, tokens,
   passwords, ``~/.ssh``, ``.env`` and similar to a URL or through ``curl``/``wget``/``nc``,
   or printing secret files into replies;
+- everything :mod:`tether.memory.intent` looks for, on de-obfuscated forms too (letter
+  spacing, leetspeak, hidden comments): paraphrased overrides in more languages, data
+  smuggled out through URLs, environment dumps, downloads piped into shells, persistence
+  through agent instruction and shell startup files, literal credentials;
 - invisible, bidi-control and tag Unicode characters (zero-width spaces, U+202A–U+202E,
   U+2066–U+2069, U+E0000–U+E007F, other format characters, control characters), except
   where they are part of ordinary text: a zero-width joiner inside an emoji sequence or
@@ -28,9 +32,11 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from .intent import intent, variants
+
 __all__ = ["ScanResult", "normalize", "scan"]
 
-Category = Literal["invisible", "injection", "exfiltration"]
+Category = Literal["invisible", "injection", "exfiltration", "persistence", "credential"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,13 +410,47 @@ def scan(text: str) -> ScanResult:
     """Check ``text`` before it is written to memory; the result is falsy if refused.
 
     Checks run in order: hidden characters (on the raw text), then injection phrasing and
-    exfiltration instructions (on the normalised text). The first finding is returned.
+    exfiltration instructions on the normalised text and on its de-obfuscated forms, then
+    the intent checks of :mod:`tether.memory.intent` (overrides however phrased, hidden
+    comments, data in URLs, environment dumps, downloads into shells, persistence, literal
+    credentials). The first finding is returned.
     """
     hidden = _invisible(text)
     if not hidden.allowed:
         return hidden
     normalized = normalize(text)
-    verdict = _injection(normalized, _words(normalized))
-    if not verdict.allowed:
-        return verdict
-    return _exfiltration(normalized)
+    forms = variants(normalized)
+    for form in forms:
+        verdict = _injection(form, _words(form))
+        if not verdict.allowed:
+            return verdict
+        verdict = _exfiltration(form)
+        if not verdict.allowed:
+            return verdict
+    finding = intent(text, forms)
+    if finding is None:
+        return ALLOWED
+    category, what, match = finding
+    advice = _ADVICE[category]
+    return ScanResult(False, category, f'The text contains {what} ("{match}"). {advice}', match)
+
+
+_ADVICE: dict[str, str] = {
+    "injection": (
+        "Memory holds facts about the user and the project, not instructions that redirect "
+        "the assistant; state the fact or preference itself."
+    ),
+    "exfiltration": (
+        "Memory must never carry instructions that send data or secrets anywhere. If the user "
+        'has a real preference about where secrets live, record only that (e.g. "API keys are '
+        'kept in 1Password").'
+    ),
+    "persistence": (
+        "Memory must not make the assistant plant instructions or commands in files that run "
+        "or steer later sessions; describe the convention instead."
+    ),
+    "credential": (
+        "Never store a secret in memory: it would be sent with every future prompt. Record "
+        'where it is kept instead (e.g. "the deploy token is in the CI secrets").'
+    ),
+}

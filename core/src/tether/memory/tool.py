@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import MemoryBackendError, ToolError
-from ..tools import Tool
+from ..provenance import untrusted_origins
+from ..tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -31,11 +32,13 @@ assistant, asks to send secrets anywhere, or hides invisible characters."""
 
 def memory_tool(store: MemoryStore) -> Tool:
     """A ``memory`` tool writing to ``store``. Refusals come back to the model as error
-    results whose text says why and what to do."""
+    results whose text says why and what to do. A write made after the run showed the
+    model untrusted content (see :mod:`tether.provenance`) is marked with that origin."""
 
     def memory(
         action: Literal["add", "replace", "remove"],
         target: Literal["user", "project"],
+        ctx: ToolContext,
         text: str = "",
         old: str = "",
     ) -> str:
@@ -47,6 +50,10 @@ def memory_tool(store: MemoryStore) -> Tool:
             text: The entry to add, or the replacement text.
             old: For replace and remove: an exact substring of one existing entry.
         """
+        origins = untrusted_origins(ctx)
+        if text and origins:
+            # Written after untrusted content reached the model: say where it came from.
+            text = f"{text.rstrip()} [written after reading {origins[-1]}]"
         try:
             if action == "add":
                 result = store.add(target, text)

@@ -6,6 +6,7 @@ import difflib
 from pathlib import Path
 
 from tether.errors import ToolError
+from tether.provenance import mark_untrusted
 from tether.tools import ToolContext, tool
 
 from ..settings import get_int
@@ -94,6 +95,7 @@ def read_file(
         )
     elif total is not None and end_line is None and last < total:
         notes.append(f"[{total - last} more lines. Continue with start_line={last + 1}.]")
+    mark_untrusted(ctx, f"the file {workspace.display(real)}")
     return "\n".join([header, *body, *notes])
 
 

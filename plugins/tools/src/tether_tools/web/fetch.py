@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tether.errors import ToolError
+from tether.provenance import mark_untrusted
 from tether.tools import ToolContext, tool
 
 from ..settings import get_int, get_number, get_str, get_str_list
@@ -81,9 +82,11 @@ async def web_fetch(url: str, ctx: ToolContext) -> str:
                                 break
                             chunks.append(chunk)
                             received += len(chunk)
-                        return _render(
+                        page = _render(
                             current, response, b"".join(chunks), truncated, max_bytes, max_chars
                         )
+                        mark_untrusted(ctx, f"the web page {current}")
+                        return page
                     finally:
                         await response.aclose()
                 raise ToolError(

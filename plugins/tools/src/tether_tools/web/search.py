@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
 from tether.errors import ConfigError, ToolError
+from tether.provenance import mark_untrusted
 from tether.tools import ToolContext, tool
 
 from ..settings import get_int, get_number, get_str
@@ -284,4 +285,5 @@ async def web_search(query: str, ctx: ToolContext, max_results: int = 5) -> str:
             f"{number}. {result.title}\n   {result.url}"
             + (f"\n   {result.snippet}" if result.snippet else "")
         )
+    mark_untrusted(ctx, f"web search results for {query!r}")
     return "\n".join(lines)
