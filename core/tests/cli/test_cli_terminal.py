@@ -35,7 +35,7 @@ def test_markdown_is_rendered_on_a_terminal_and_left_as_written_in_a_pipe(
 
 
 def test_ctrl_c_in_chat_keeps_the_partial_answer_marked_interrupted(
-    terminal: Callable[..., Any], cli_environment: Path
+    terminal: Callable[..., Any], screen: Callable[[str], list[str]], cli_environment: Path
 ) -> None:
     term = terminal(TETHER, *FAKE, "chat", "-m", "fake-small", "--session", "talk")
     seen = term.expect("> ")
@@ -43,6 +43,8 @@ def test_ctrl_c_in_chat_keeps_the_partial_answer_marked_interrupted(
     seen = term.expect("Partial answer", after=seen)
     term.send("\x03")  # Ctrl-C, typed on the terminal: SIGINT to the chat
     seen = term.expect("Cancelled.", after=seen)
+    usage = next(line for line in screen(term.output) if "fake/fake-small · 0 turns" in line)
+    assert " 0 in / 0 out tokens" not in usage  # the interrupted response is counted (estimated)
     seen = term.expect("> ", after=seen)
     term.send("roles\n")
     seen = term.expect("Roles: user, assistant, user", after=seen)

@@ -10,13 +10,22 @@ assistant message marked ``meta.interrupted``, ending with a note the model can 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..agent import Agent
     from ..events import RunEvent
+    from ..messages import Message
+    from ..result import RunResult
     from ..sessions import AnySession
 
-__all__ = ["INTERRUPTED_NOTE", "PartialAnswer", "keep_interrupted_answer"]
+__all__ = [
+    "INTERRUPTED_NOTE",
+    "PartialAnswer",
+    "counting_the_interrupted_call",
+    "keep_interrupted_answer",
+]
 
 INTERRUPTED_NOTE = "[Interrupted by the user.]"
 
@@ -58,3 +67,29 @@ async def keep_interrupted_answer(session: AnySession, text: str, model: str | N
     message = Message(role="assistant", content=[TextBlock(text=body)], meta=meta)
     await append_message(session, message)
     return True
+
+
+def counting_the_interrupted_call(
+    result: RunResult, partial: str, sent: Sequence[Message], agent: Agent
+) -> RunResult:
+    """``result`` with the model call that Ctrl-C interrupted counted in: a provider
+    reports usage only when a response ends, so an interrupted response is missing from
+    the run's totals although its input was read and ``partial`` was written. Its tokens
+    are estimated (the history it was ``sent`` and the system prompt, and ``partial``),
+    and its cost follows from the model's prices when they are known."""
+    from dataclasses import replace
+
+    from ..messages import Usage
+    from ..tokens import estimate_messages, estimate_tokens
+
+    if not partial:
+        return result
+    used = Usage(
+        input_tokens=estimate_messages(sent) + estimate_tokens(agent.system or ""),
+        output_tokens=estimate_tokens(partial),
+    )
+    pricing = agent.provider().capabilities(agent.model_ref.model).pricing
+    cost = result.cost
+    if pricing is not None:
+        cost = (cost or 0.0) + pricing.cost(used)
+    return replace(result, usage=result.usage + used, cost=cost, cost_breakdown=None)

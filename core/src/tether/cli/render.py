@@ -26,6 +26,7 @@ from ..events import (
     Done,
     Retry,
     RunEvent,
+    RunStart,
     TextDelta,
     ThinkingDelta,
     ToolEnd,
@@ -250,7 +251,7 @@ class PlainRenderer:
             self._line(
                 f"[compaction] {event.strategy}: {event.tokens_before:,} -> {event.tokens_after:,} tokens"
             )
-        elif isinstance(event, TurnEnd):
+        elif isinstance(event, TurnEnd | RunStart):
             self._model = event.model
         elif isinstance(event, CacheWarning):
             self._line(f"[warning] {event.message}")
@@ -410,6 +411,8 @@ class RichRenderer:
                     style="dim",
                 )
             )
+        elif isinstance(event, RunStart):
+            self._model = event.model
         elif isinstance(event, TurnEnd):
             self._model = event.model
             self._streamed_text = False

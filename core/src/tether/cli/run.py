@@ -194,7 +194,7 @@ async def stream_run(
     from ..cancel import CancelToken
     from ..events import Done
     from ..result import Outcome
-    from .interrupted import PartialAnswer, keep_interrupted_answer
+    from .interrupted import PartialAnswer
 
     token = CancelToken()
     restore = _cancel_on_sigint(token, renderer)
@@ -204,15 +204,10 @@ async def stream_run(
         events = agent.stream(prompt, session=session, cancel=token)
         try:
             async for event in events:
+                if isinstance(event, Done) and event.result.outcome is Outcome.CANCELLED:
+                    event = Done(await _after_cancel(agent, event.result, partial.text, session))
                 if isinstance(event, Done):
                     result = event.result
-                    if result.outcome is Outcome.CANCELLED:
-                        target = None if isinstance(session, str) else session
-                        target = target or await agent.named_session()
-                        if target is not None:
-                            await keep_interrupted_answer(
-                                target, partial.text, str(agent.model_ref)
-                            )
                 else:
                     partial.see(event)
                 renderer.event(event)
@@ -224,6 +219,21 @@ async def stream_run(
         restore()
         renderer.finish_line()
     return result
+
+
+async def _after_cancel(
+    agent: Agent, result: RunResult, partial: str, session: AnySession | str | None
+) -> RunResult:
+    """Keep the interrupted answer in the session, and count its call in the result."""
+    from .interrupted import counting_the_interrupted_call, keep_interrupted_answer
+
+    target = None if isinstance(session, str) else session
+    target = target or await agent.named_session()
+    sent = list(target.messages) if target is not None else result.messages
+    counted = counting_the_interrupted_call(result, partial, sent, agent)
+    if target is not None:
+        await keep_interrupted_answer(target, partial, str(agent.model_ref))
+    return counted
 
 
 def _cancel_on_sigint(token: Any, renderer: Renderer) -> Any:
