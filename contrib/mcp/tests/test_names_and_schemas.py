@@ -83,6 +83,10 @@ def test_results_map_to_blocks_and_errors_raise() -> None:
         content=[types.TextContent(type="text", text='{"n": 1}')], structured_content={"n": 1}
     )
     assert to_blocks(same) == [TextBlock(text='{"n": 1}')]  # not said twice
+    wrapped = types.CallToolResult(
+        content=[types.TextContent(type="text", text="5")], structured_content={"result": 5}
+    )
+    assert to_blocks(wrapped) == [TextBlock(text="5")]
     failed = types.CallToolResult(
         content=[types.TextContent(type="text", text="no such issue")], is_error=True
     )

@@ -4,7 +4,7 @@
 block headed by its URI; an embedded binary resource → an image block when it is an
 image, else a note naming it; a resource link → a note; ``audio`` → a note (tether has no
 audio blocks). ``structuredContent`` is added as JSON unless a text block already says
-the same. ``isError`` raises :class:`~tether.errors.ToolError`, so the model receives an
+the same (also when the text is the value inside the ``{"result": ...}`` wrapper). ``isError`` raises :class:`~tether.errors.ToolError`, so the model receives an
 ``is_error`` result with the server's text.
 """
 
@@ -29,7 +29,7 @@ def to_blocks(result: types.CallToolResult) -> Blocks:
     for item in result.content:
         blocks.extend(_block(item))
     structured = result.structured_content
-    if structured is not None and not any(_same_json(b, structured) for b in blocks):
+    if structured is not None and not any(_says(b, structured) for b in blocks):
         blocks.append(TextBlock(text=json.dumps(structured, ensure_ascii=False)))
     if result.is_error:
         text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock)).strip()
@@ -58,6 +58,14 @@ def _block(item: Any) -> Blocks:
             return [ImageBlock(mime_type=mime, data=resource.blob)]
         return [TextBlock(text=f"[binary resource {resource.uri} ({mime}) omitted]")]
     return [TextBlock(text=f"[unsupported MCP content of type {kind!r} omitted]")]
+
+
+def _says(block: TextBlock | ImageBlock, structured: dict[str, Any]) -> bool:
+    """Whether a text block already carries the structured content: the same JSON, or
+    the value of the ``{"result": ...}`` wrapper SDKs put around a plain return value."""
+    if _same_json(block, structured):
+        return True
+    return set(structured) == {"result"} and _same_json(block, structured["result"])
 
 
 def _same_json(block: TextBlock | ImageBlock, value: Any) -> bool:
