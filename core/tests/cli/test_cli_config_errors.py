@@ -4,6 +4,7 @@ typed tool settings, unknown model settings, tools and strategies."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,10 @@ from click.testing import Result
 
 Invoke = Callable[..., Result]
 TOOLS = ["-p", "tether_tools.plugin"]
+NEEDS_TOOLS = pytest.mark.skipif(
+    importlib.util.find_spec("tether_tools") is None,
+    reason="the shell and file tools come from tether-tools",
+)
 
 CASES = [
     pytest.param(
@@ -34,21 +39,25 @@ CASES = [
         "[tool_settings.shell]\ntimout = 60\n",
         "[tool_settings.shell] has an unknown key 'timout' (did you mean \"timeout\"?)",
         id="unknown-tool-key",
+        marks=NEEDS_TOOLS,
     ),
     pytest.param(
         '[tool_settings.shell]\ntimeout = "60s"\n',
         "[tool_settings.shell] timeout = '60s' is not valid: input should be a valid number",
         id="wrong-tool-value",
+        marks=NEEDS_TOOLS,
     ),
     pytest.param(
         "[tool_settings.read_file]\nmax_lines = 0\n",
         "[tool_settings.read_file] max_lines = 0 is not valid: input should be greater than or equal to 1",
         id="out-of-range-tool-value",
+        marks=NEEDS_TOOLS,
     ),
     pytest.param(
         "[tool_settings.shel]\ntimeout = 60\n",
         '[tool_settings.shel] names no registered tool or toolset (did you mean "shell"?)',
         id="unknown-tool-section",
+        marks=NEEDS_TOOLS,
     ),
     pytest.param(
         '[providers.demo.models."echo"]\ncontext_windw = 10\n',
@@ -60,6 +69,7 @@ CASES = [
         'tools = ["fs", "shel"]\n',
         "`tools` names 'shel', which is no registered tool or toolset (did you mean \"shell\"?)",
         id="unknown-tool",
+        marks=NEEDS_TOOLS,
     ),
     pytest.param(
         '[compaction]\nstrategy = "sumarize"\n',
@@ -96,6 +106,7 @@ def test_a_value_of_the_wrong_type_for_a_core_key_names_it_without_pointing_to_t
     assert "docs" not in result.stderr
 
 
+@NEEDS_TOOLS
 def test_settings_that_are_right_pass_and_reach_the_tool(
     invoke: Invoke, cli_environment: Path
 ) -> None:
