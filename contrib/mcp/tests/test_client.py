@@ -40,16 +40,33 @@ def agent_for(make_config: Any) -> Any:
     return build
 
 
-async def test_tools_are_discovered_namespaced_and_called_with_arguments(
+async def test_tools_are_discovered_called_and_their_results_become_blocks(
     agent_for: Any, server_table: dict[str, Any]
 ) -> None:
     agent, model = agent_for(
-        [Reply(tool_calls=[call("calc__add", a=2, b=3)]), Reply(text="five")],
+        [
+            Reply(tool_calls=[call("calc__add", a=2, b=3)]),
+            Reply(text="five"),
+            Reply(
+                tool_calls=[
+                    call("calc__picture"),
+                    call("calc__forecast", city="Oslo"),
+                    call("calc__document"),
+                    call("calc__fail", reason="no"),
+                ]
+            ),
+            Reply(text="done"),
+        ],
         ["calc"],
         calc=server_table,
     )
-    result = await run(agent)
-    assert result.output == "five"
+    try:
+        first = await agent.run("add")
+        second = await agent.run("the rest")
+    finally:
+        await agent.aclose()
+
+    assert first.output == "five"
     offered = {d.name: d for d in model.requests[0].tools}
     assert {"calc__add", "calc__echo", "calc__forecast", "calc__picture"} <= set(offered)
     schema = offered["calc__add"].parameters
@@ -57,31 +74,11 @@ async def test_tools_are_discovered_namespaced_and_called_with_arguments(
     assert schema["properties"]["a"]["type"] == "integer"
     assert schema["required"] == ["a", "b"]
     assert offered["calc__add"].description == "Add two integers."
-    [answer] = results(result)
+    [answer] = results(first)
     assert not answer.is_error
     assert answer.text == "5"
 
-
-async def test_image_structured_content_and_resources_become_blocks(
-    agent_for: Any, server_table: dict[str, Any]
-) -> None:
-    agent, _ = agent_for(
-        [
-            Reply(
-                tool_calls=[
-                    call("s__picture"),
-                    call("s__forecast", city="Oslo"),
-                    call("s__document"),
-                    call("s__fail", reason="no"),
-                ]
-            ),
-            Reply(text="done"),
-        ],
-        ["s"],
-        s=server_table,
-    )
-    result = await run(agent)
-    picture, forecast, document, failure = results(result)
+    picture, forecast, document, failure = results(second)
     assert isinstance(picture.content, list)
     [image] = picture.content
     assert isinstance(image, ImageBlock) and image.mime_type == "image/png" and image.data
@@ -214,43 +211,37 @@ def _wait_for(condition: Any, timeout: float = 10.0) -> bool:
     return bool(condition())
 
 
-async def test_progress_notifications_become_events_while_the_call_runs(
-    agent_for: Any, stdio_table: Any
-) -> None:
-    agent, _ = agent_for(
-        [Reply(tool_calls=[call("s__slow", seconds=0.2)]), Reply(text="ok")],
-        ["s"],
-        s=stdio_table(),
-    )
-    try:
-        events = [event async for event in agent.stream("go")]
-    finally:
-        await agent.aclose()
-    kinds = [type(e).__name__ for e in events]
-    progress = [e for e in events if isinstance(e, ToolProgress)]
-    assert progress and progress[0].name == "s__slow"
-    assert (progress[0].progress, progress[0].total, progress[0].message) == (0, 0.2, "starting")
-    assert kinds.index("ToolStart") < kinds.index("ToolProgress") < kinds.index("ToolEnd")
-
-
-async def test_cancelling_a_run_cancels_the_call_on_the_server(
+async def test_progress_becomes_events_and_cancelling_a_run_cancels_the_call(
     agent_for: Any, stdio_table: Any, record: Path
 ) -> None:
     agent, _ = agent_for(
-        [Reply(tool_calls=[call("s__slow", seconds=60)]), Reply(text="never")],
+        [
+            Reply(tool_calls=[call("s__slow", seconds=0.2)]),
+            Reply(text="ok"),
+            Reply(tool_calls=[call("s__slow", seconds=60)]),
+            Reply(text="never"),
+        ],
         ["s"],
         s=stdio_table(),
     )
     token = CancelToken()
     outcome = None
     try:
-        async for event in agent.stream("go", cancel=token):
+        events = [event async for event in agent.stream("slow, briefly")]
+        async for event in agent.stream("slow, for a minute", cancel=token):
             if isinstance(event, ToolProgress):  # the call is running on the server
                 token.cancel("the user pressed Ctrl-C")
             if isinstance(event, Done):
                 outcome = event.result
     finally:
         await agent.aclose()
+
+    kinds = [type(e).__name__ for e in events]
+    progress = [e for e in events if isinstance(e, ToolProgress)]
+    assert progress and progress[0].name == "s__slow"
+    assert (progress[0].progress, progress[0].total, progress[0].message) == (0, 0.2, "starting")
+    assert kinds.index("ToolStart") < kinds.index("ToolProgress") < kinds.index("ToolEnd")
+
     assert outcome is not None and outcome.outcome.value == "cancelled"
     [interrupted] = results(outcome)
     assert interrupted.is_error and "Interrupted" in interrupted.text
