@@ -72,3 +72,15 @@ def test_a_fenced_answer_is_accepted_and_partial_json_is_readable() -> None:
 def test_an_unusable_type_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="cannot be described as JSON schema"):
         OutputSpec(object())
+
+
+def test_a_json_schema_output_validates_with_jsonschema_and_keeps_plain_data() -> None:
+    from tether.output import JsonSchemaOutput
+
+    spec = JsonSchemaOutput({"type": "array", "items": {"type": "integer"}})
+    assert spec.wrapped and spec.validate_text('{"result": [1, 2]}') == [1, 2]
+    with pytest.raises(OutputValidationError) as info:
+        spec.validate_arguments({"result": [1, "two"]})
+    assert info.value.errors == ["1: 'two' is not of type 'integer'"]
+    with pytest.raises(ConfigError, match="not a valid JSON schema"):
+        JsonSchemaOutput({"type": 5})

@@ -623,8 +623,8 @@ def _chosen_model(config: Config, model: str | Provider | None) -> str | Provide
 
 
 def _output_spec(config: Config, output_type: Any, retries: int | None) -> OutputSpec | None:
-    if output_type is None:
-        return None
+    if output_type is None or isinstance(output_type, OutputSpec):
+        return output_type
     return OutputSpec(output_type, retries=_either(retries, config.output.retries))
 
 

@@ -32,7 +32,7 @@ from .errors import ConfigError, OutputValidationError
 from .messages import Message, ToolCallBlock, ToolResultBlock
 from .provider import OutputSchema, ToolDefinition
 
-__all__ = ["FINAL_TOOL", "OutputRun", "OutputSpec", "OutputStep"]
+__all__ = ["FINAL_TOOL", "JsonSchemaOutput", "OutputRun", "OutputSpec", "OutputStep"]
 
 FINAL_TOOL = "final_result"
 """Name of the final-answer tool offered to models without native schema output."""
@@ -168,6 +168,68 @@ class OutputSpec:
             f"Give your final answer by calling the `{self.name}` tool with arguments "
             f"matching its schema: {json.dumps(self.schema)}"
         )
+
+
+class JsonSchemaOutput(OutputSpec):
+    """Structured output described by a JSON schema instead of a Python type (``tether
+    run --schema FILE``). Answers are validated with ``jsonschema``; the output is plain
+    JSON data.
+
+    Raises :class:`~tether.errors.ConfigError` for a schema that is not a valid JSON
+    schema.
+    """
+
+    def __init__(
+        self, schema: Mapping[str, Any], *, retries: int = 2, name: str = FINAL_TOOL
+    ) -> None:
+        import jsonschema
+
+        inner = dict(schema)
+        try:
+            jsonschema.validators.validator_for(inner).check_schema(inner)
+        except jsonschema.SchemaError as exc:
+            raise ConfigError(
+                f"The output schema is not a valid JSON schema: {exc.message}."
+            ) from None
+        if retries < 0:
+            raise ConfigError(f"output_retries must be 0 or more, got {retries}.")
+        self.output_type = dict
+        self.retries = retries
+        self.name = name
+        self._validator = jsonschema.validators.validator_for(inner)(inner)
+        self.wrapped = inner.get("type") != "object" or "properties" not in inner
+        self.schema = _wrap(inner) if self.wrapped else inner
+        self.description = str(
+            inner.get("description") or "The final answer, as JSON matching the schema."
+        )
+        strict = _strict_schema(self.schema)
+        self.strict = strict is not None
+        self.strict_schema = strict if strict is not None else _closed(self.schema)
+
+    def validate_arguments(self, raw: Any) -> Any:
+        if self.wrapped:
+            if not isinstance(raw, Mapping) or _WRAP_KEY not in raw:
+                raise OutputValidationError(
+                    f'The answer must be a JSON object {{"{_WRAP_KEY}": ...}} matching this '
+                    f"schema: {json.dumps(self.schema)}",
+                    errors=[f"missing '{_WRAP_KEY}'"],
+                )
+            raw = raw[_WRAP_KEY]
+        problems = [
+            f"{'.'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+            for error in self._validator.iter_errors(raw)
+        ]
+        if problems:
+            raise OutputValidationError(
+                "The answer does not match the required schema:\n- "
+                + "\n- ".join(problems)
+                + f"\nRequired schema: {json.dumps(self.schema)}",
+                errors=problems,
+            )
+        return raw
+
+    def dump(self, value: Any) -> Any:
+        return value
 
 
 def _wrap(inner: dict[str, Any]) -> dict[str, Any]:

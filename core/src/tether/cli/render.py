@@ -24,6 +24,7 @@ from ..events import (
     CacheWarning,
     Compaction,
     Done,
+    Nested,
     Retry,
     RunEvent,
     RunStart,
@@ -36,6 +37,7 @@ from ..events import (
     event_to_dict,
 )
 from ..scrub import scrub
+from .compose import nested_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -255,6 +257,9 @@ class PlainRenderer:
             self._model = event.model
         elif isinstance(event, CacheWarning):
             self._line(f"[warning] {event.message}")
+        elif isinstance(event, Nested):
+            if (line := nested_line(event)) is not None:
+                self._line(line)
         elif isinstance(event, Done):
             for name in self._running.values():
                 self._line(f"[tool] {name} interrupted")
@@ -418,6 +423,9 @@ class RichRenderer:
             self._streamed_text = False
         elif isinstance(event, CacheWarning):
             self._line(Text(f"⚠ {event.message}", style="yellow"))
+        elif isinstance(event, Nested):
+            if (line := nested_line(event)) is not None:
+                self._line(Text(line, style="dim"))
         elif isinstance(event, Done):
             for name in self._running.values():
                 self._line(

@@ -84,6 +84,7 @@ def build_agent(
     tools: list[str] | None,
     max_turns: int | None,
     session: AnySession | str | None = None,
+    output_type: Any = None,
 ) -> Agent:
     """An :class:`~tether.Agent` from command-line options over the configuration.
 
@@ -97,6 +98,7 @@ def build_agent(
     """
     from ..agent import Agent
     from ..config_check import check_plugin_settings, check_tool_names
+    from .compose import terminal_approval
     from .model_choice import choose_model
 
     config = state.config()
@@ -128,6 +130,8 @@ def build_agent(
         limits=limits,
         config=config,
         plugins=state.plugin_objects(),
+        approval=terminal_approval(),
+        output_type=output_type,
     )
     if choice.source != "-m":
         _resolve_naming_source(agent, choice)
@@ -274,7 +278,13 @@ def exit_status(result: RunResult | None, renderer: Renderer) -> int:
         return EXIT_CANCELLED
     if result.outcome is Outcome.COMPLETED:
         return 0
-    if result.outcome is Outcome.MAX_TOKENS:
+    if result.outcome is Outcome.SUSPENDED:
+        from .compose import suspended_message
+
+        renderer.error(suspended_message(result))
+    elif result.outcome is Outcome.NEEDS_HUMAN and result.error is not None:
+        renderer.error(getattr(result.error, "user_message", str(result.error)))
+    elif result.outcome is Outcome.MAX_TOKENS:
         renderer.error(
             "The answer was cut off at the model's output-token limit. "
             "Raise max_output_tokens in tether.toml, or ask for a shorter answer."
@@ -344,6 +354,12 @@ def attach_images(text: str, images: Sequence[Path]) -> Prompt:
 @click.option(
     "--json", "json_mode", is_flag=True, help="Print one JSON object per event instead of text."
 )
+@click.option(
+    "--schema",
+    "schema_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Ask for an answer matching this JSON schema; print the validated JSON.",
+)
 @pass_state
 def run(
     state: CliState,
@@ -355,6 +371,7 @@ def run(
     session_name: str | None,
     images: tuple[Path, ...],
     json_mode: bool,
+    schema_path: Path | None,
 ) -> None:
     """Run an agent on PROMPT and stream what it does.
 
@@ -367,10 +384,14 @@ def run(
     Exit status: 0 done; 1 error, limit, refusal or cut-off answer; 130 cancelled (Ctrl-C).
     """
     from ..errors import TetherError
+    from .compose import AnswerAsJson, schema_output
     from .render import make_renderer
 
     text = attach_images(read_prompt(prompt), images)
     renderer = make_renderer(json_mode=json_mode)
+    output = schema_output(schema_path) if schema_path is not None else None
+    if output is not None and not json_mode:
+        renderer = AnswerAsJson(renderer)
     try:
         agent = build_agent(
             state,
@@ -379,6 +400,7 @@ def run(
             tools=parse_tool_names(tools),
             max_turns=max_turns,
             session=session_name,
+            output_type=output,
         )
     except TetherError as exc:  # shown by the renderer, so --json output ends with an error object
         report_error(state, renderer, exc)
