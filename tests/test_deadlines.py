@@ -10,7 +10,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import openai  # noqa: F401  (its first import can take seconds on a busy machine: not measured here)
+import anthropic  # noqa: F401  (the first import of an SDK can take seconds on a busy
+import openai  # noqa: F401     machine; that is not what these tests measure)
 import pytest
 
 from tether import Agent
@@ -38,23 +39,69 @@ def _chunk(delta: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-def stalled(release: threading.Event) -> FakeResponse:
-    """Headers and one delta, then nothing until ``release``."""
+def _anthropic(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+CLAUDE = "claude-sonnet-4-6"
+WIRES: dict[str, tuple[bytes, bytes]] = {
+    # the opening of a streamed answer, and the keep-alive the provider sends while idle
+    "openai": (_chunk({"role": "assistant", "content": "Thinking"}), b": keep-alive\n\n"),
+    "anthropic": (
+        _anthropic(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stall",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": CLAUDE,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 12, "output_tokens": 1},
+                },
+            },
+        )
+        + _anthropic(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+        + _anthropic(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "Thinking"},
+            },
+        ),
+        _anthropic("ping", {"type": "ping"}),
+    ),
+}
+
+
+def stalled(release: threading.Event, wire: str = "openai") -> FakeResponse:
+    """Headers and the start of an answer, then nothing until ``release``."""
 
     def chunks() -> Iterator[bytes]:
-        yield _chunk({"role": "assistant", "content": "Thinking"})
+        yield WIRES[wire][0]
         release.wait(30)
 
     return FakeResponse(status=200, headers={"content-type": "text/event-stream"}, chunks=chunks())
 
 
-def trickling(release: threading.Event) -> FakeResponse:
-    """A delta, then an SSE keep-alive comment every 50 ms until ``release``."""
+def trickling(release: threading.Event, wire: str = "openai") -> FakeResponse:
+    """The start of an answer, then a keep-alive every 50 ms until ``release``."""
 
     def chunks() -> Iterator[bytes]:
-        yield _chunk({"role": "assistant", "content": "Thinking"})
+        yield WIRES[wire][0]
         while not release.wait(0.05):
-            yield b": keep-alive\n\n"
+            yield WIRES[wire][1]
 
     return FakeResponse(status=200, headers={"content-type": "text/event-stream"}, chunks=chunks())
 
@@ -90,16 +137,16 @@ def server(release: threading.Event) -> Iterator[FakeServer]:
         release.set()
 
 
-def agent_for(server: FakeServer, **limits: Any) -> Agent:
+def agent_for(server: FakeServer, wire: str = "openai", **limits: Any) -> Agent:
+    if wire == "openai":
+        model, settings = f"openai/{MODEL}", {"base_url": server.url + "/v1", "api": "chat"}
+    else:
+        model, settings = f"anthropic/{CLAUDE}", {"base_url": server.url}
     config = Config(
-        providers={
-            "openai": ProviderConfig.model_validate(
-                {"base_url": server.url + "/v1", "api_key": "test-key", "api": "chat"}
-            )
-        }
+        providers={wire: ProviderConfig.model_validate({**settings, "api_key": "test-key"})}
     )
     agent = Agent(
-        f"openai/{MODEL}",
+        model,
         config=config,
         limits=LimitsConfig(**limits),
         retry=RetryPolicy(base_delay=0.01, max_delay=0.05),
@@ -119,13 +166,14 @@ async def run_within(agent: Agent, bound: float) -> tuple[list[RunEvent], InMemo
     return events, session
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
 @pytest.mark.parametrize("respond", [stalled, trickling], ids=["stalled", "trickling"])
 async def test_wall_time_bounds_a_stalled_or_trickling_stream(
-    server: FakeServer, release: threading.Event, respond: Any
+    server: FakeServer, release: threading.Event, respond: Any, wire: str
 ) -> None:
-    server.queue(respond(release))
+    server.queue(respond(release, wire))
     wall_time = 1.0
-    agent = agent_for(server, wall_time_s=wall_time, stream_idle_timeout_s=None)
+    agent = agent_for(server, wire, wall_time_s=wall_time, stream_idle_timeout_s=None)
     events, session = await run_within(agent, wall_time + 1.0)
     done = events[-1]
     assert isinstance(done, Done)
