@@ -156,10 +156,28 @@ async def in_tool_scope(
     try:
         if not scopes:
             return await body()
+        if len(scopes) == 1:
+            manager = _one_scope(info, scopes[0])
+            if manager is None:
+                return await body()
+            with manager:
+                return await body()
         with _entered(info, scopes):
             return await body()
     finally:
         _CURRENT_CALL.reset(token)
+
+
+def _one_scope(
+    info: ToolCallInfo, scope: Callable[[ToolCallInfo], AbstractContextManager[Any] | None]
+) -> AbstractContextManager[Any] | None:
+    try:
+        return scope(info)
+    except Exception:
+        import logging
+
+        logging.getLogger("tether.observers").exception("tool scope of observer %r raised", scope)
+        return None
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ h1 { font-size: 20px; margin: 0 0 4px; }
 .axis, .row { display: grid; grid-template-columns: 420px 1fr; align-items: start; }
 .axis { color: #868e96; font-size: 12px; border-bottom: 1px solid #dee2e6; }
 .ticks { position: relative; height: 18px; }
-.ticks span { position: absolute; transform: translateX(-50%); }
+.ticks span { position: absolute; transform: translateX(-50%); white-space: nowrap; }
 .row { border-bottom: 1px solid #f1f3f5; padding: 3px 0; }
 .name { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .name summary { cursor: pointer; list-style: none; }
@@ -71,9 +71,13 @@ def _details(span: Span) -> str:
     return f"<pre>{html.escape(chr(10).join(lines))}</pre>"
 
 
+_SCALE = 88.0
+"""Share of the lane (in %) the time axis uses; the rest keeps duration labels readable."""
+
+
 def _row(depth: int, span: Span, total: float) -> str:
-    left = 100 * span.start / total
-    width = 100 * span.duration / total
+    left = _SCALE * span.start / total
+    width = _SCALE * span.duration / total
     colour = _COLOURS.get(span.kind, "#495057")
     status = "" if span.status == "ok" else f' <span class="{span.status}">({span.status})</span>'
     name = (
@@ -84,7 +88,7 @@ def _row(depth: int, span: Span, total: float) -> str:
         lane = (
             f'<div class="bar" style="left:{left:.3f}%;width:{width:.3f}%;background:{colour}"'
             f' title="{html.escape(span.title)}"></div>'
-            f'<div class="dur" style="left:calc({min(left + width, 92):.3f}% + 4px)">'
+            f'<div class="dur" style="left:calc({left + width:.3f}% + 4px)">'
             f"{_fmt_seconds(span.duration)}</div>"
         )
     else:
@@ -126,7 +130,7 @@ def render_html(row: RunRow, trace: Span) -> str:
     spans = trace.walk()
     total = max(max(span.end for _, span in spans), 1e-6)
     ticks = "".join(
-        f'<span style="left:{100 * i / 4:.0f}%">{_fmt_seconds(total * i / 4)}</span>'
+        f'<span style="left:{_SCALE * i / 4:.1f}%">{_fmt_seconds(total * i / 4)}</span>'
         for i in range(5)
     )
     started = datetime.datetime.fromtimestamp(row.started).isoformat(sep=" ", timespec="seconds")

@@ -1,0 +1,306 @@
+"""Spans and metrics of a scripted run, read back from the SDK's in-memory exporter and
+reader: names, GenAI attributes, nesting (a run started by a tool under that tool's
+span), retries and compactions as events, trace context inside tool bodies."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import propagate, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import tether
+from tether.config import Config
+from tether.messages import Usage
+from tether.provider import ModelCapabilities, Pricing
+from tether.retry import RetryPolicy
+from tether.testing import Reply, ScriptedProvider, call, rate_limited
+from tether_otel import OtelPlugin
+
+
+async def no_sleep(delay: float) -> None:
+    return None
+
+
+class Telemetry:
+    def __init__(self, capture_content: bool = False) -> None:
+        self.spans = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.metrics = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.metrics])
+        self.plugin = OtelPlugin(
+            tracer_provider=self.tracer_provider,
+            meter_provider=self.meter_provider,
+            capture_content=capture_content,
+        )
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.spans.get_finished_spans())
+
+    def metric_points(self) -> dict[str, list[Any]]:
+        data = self.metrics.get_metrics_data()
+        points: dict[str, list[Any]] = {}
+        assert data is not None
+        for resource in data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    points.setdefault(metric.name, []).extend(metric.data.data_points)
+        return points
+
+
+@pytest.fixture
+def telemetry() -> Iterator[Telemetry]:
+    t = Telemetry()
+    yield t
+    t.tracer_provider.shutdown()
+    t.meter_provider.shutdown()
+
+
+PRICING = Pricing(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+USAGE = Usage(input_tokens=1200, output_tokens=40, cache_read_tokens=800, cache_write_tokens=100)
+SEEN_HEADERS: list[dict[str, str]] = []
+
+
+@tether.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    headers: dict[str, str] = {}
+    propagate.inject(headers)  # what an instrumented HTTP client would send
+    SEEN_HEADERS.append(headers)
+    return a + b
+
+
+@tether.tool
+def bulky() -> str:
+    """Return a long report."""
+    return "\n".join(f"row {i}: value {i * 7919 % 10007}" for i in range(300))
+
+
+def scenario(telemetry: Telemetry) -> tether.Agent:
+    """Parallel tools, a retry, a run started by a tool, and a compaction, in one run."""
+
+    @tether.tool
+    async def delegate(task: str) -> str:
+        """Hand a task to a helper agent."""
+        inner = ScriptedProvider([Reply(tool_calls=[call("add", a=10, b=20)]), Reply(text="30")])
+        helper = tether.Agent(inner, tools=[add], config=Config(), plugins=[telemetry.plugin])
+        return (await helper.run(task)).output
+
+    provider = ScriptedProvider(
+        [
+            Reply(tool_calls=[call("add", a=1, b=2), call("add", a=3, b=4)], usage=USAGE),
+            rate_limited(retry_after=0.0),
+            Reply(tool_calls=[call("delegate", task="add 10 and 20")], usage=USAGE),
+            Reply(tool_calls=[call("bulky")], usage=USAGE),
+            Reply(text="All done.", usage=USAGE),
+        ],
+        capabilities=ModelCapabilities(
+            context_window=4000, pricing=PRICING, prompt_caching=True, images_in_tool_results=True
+        ),
+    )
+    return tether.Agent(
+        provider,
+        tools=[add, delegate, bulky],
+        compaction="truncate",
+        retry=RetryPolicy(sleep=no_sleep),
+        temperature=0.2,
+        max_output_tokens=512,
+        config=Config(),
+        plugins=[telemetry.plugin],
+    )
+
+
+def by_name(spans: list[ReadableSpan], name: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name == name]
+
+
+def parent_of(span: ReadableSpan, spans: list[ReadableSpan]) -> ReadableSpan | None:
+    if span.parent is None:
+        return None
+    return next(s for s in spans if s.context.span_id == span.parent.span_id)
+
+
+async def test_a_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children(
+    telemetry: Telemetry,
+) -> None:
+    SEEN_HEADERS.clear()
+    result = await scenario(telemetry).run("go")
+    assert result.ok and result.retries == 1
+    spans = telemetry.finished()
+    runs = by_name(spans, "invoke_agent")
+    assert len(runs) == 2
+    outer = next(s for s in runs if s.parent is None)
+    inner = next(s for s in runs if s.parent is not None)
+    assert outer.attributes["tether.run.id"] == result.run_id
+    assert outer.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert outer.attributes["gen_ai.provider.name"] == "scripted"
+    assert outer.attributes["gen_ai.request.model"] == "scripted-model"
+    assert outer.attributes["gen_ai.request.temperature"] == 0.2
+    assert outer.attributes["tether.run.outcome"] == "completed"
+    assert outer.attributes["gen_ai.usage.input_tokens"] == 4 * 1200
+    assert outer.attributes["tether.cost.usd"] == pytest.approx(result.cost)
+    assert outer.attributes["tether.cache.hit_ratio"] == pytest.approx(800 / 1200)
+    assert outer.status.status_code is StatusCode.UNSET
+
+    chats = sorted(
+        (s for s in spans if s.name == "chat scripted-model" and parent_of(s, spans) is outer),
+        key=lambda s: s.start_time or 0,
+    )
+    assert len(chats) == 4 and all(s.kind is SpanKind.CLIENT for s in chats)
+    first = chats[0]
+    assert first.attributes["gen_ai.operation.name"] == "chat"
+    assert first.attributes["gen_ai.request.max_tokens"] == 512
+    assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert first.attributes["gen_ai.usage.output_tokens"] == 40
+    assert first.attributes["gen_ai.usage.cache_read.input_tokens"] == 800
+    assert first.attributes["gen_ai.usage.cache_creation.input_tokens"] == 100
+    assert first.attributes["tether.cost.usd"] > 0
+    assert chats[-1].attributes["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert chats[-1].attributes["gen_ai.response.time_to_first_chunk"] >= 0
+    assert [c.end_time <= n.start_time for c, n in itertools.pairwise(chats)] == [True] * 3
+
+    retried = chats[1]  # the second model call failed once with a rate limit
+    assert [e.name for e in retried.events] == ["gen_ai.retry"]
+    assert retried.events[0].attributes["error.type"] == "RateLimitError"
+    assert retried.attributes["tether.attempts"] == 2
+    assert [e.name for e in outer.events] == ["tether.compaction"]
+    assert outer.events[0].attributes["tether.compaction.strategy"] == "truncate"
+
+    tools = sorted(
+        (s for s in by_name(spans, "execute_tool add") if parent_of(s, spans) is outer),
+        key=lambda s: s.start_time or 0,
+    )
+    assert [t.attributes["gen_ai.tool.call.id"] for t in tools] == ["call_1", "call_2"]
+    assert all(t.attributes["tether.tool.outcome"] == "ok" for t in tools)
+    assert all(t.attributes["gen_ai.tool.type"] == "function" for t in tools)
+    # parallel: both calls started before either ended
+    assert max(t.start_time for t in tools) < min(t.end_time for t in tools)
+
+    (delegate,) = by_name(spans, "execute_tool delegate")
+    assert parent_of(inner, spans) is delegate and parent_of(delegate, spans) is outer
+    assert inner.attributes["tether.run.parent_id"] == result.run_id
+    inner_children = {s.name for s in spans if parent_of(s, spans) is inner}
+    assert inner_children == {"chat scripted-model", "execute_tool add"}
+    assert {s.context.trace_id for s in spans} == {outer.context.trace_id}
+
+    # Inside a tool body, the current span is that call's execute_tool span.
+    traceparents = [h["traceparent"].split("-")[2] for h in SEEN_HEADERS]
+    tool_span_ids = {f"{s.context.span_id:016x}" for s in by_name(spans, "execute_tool add")}
+    assert len(traceparents) == 3 and set(traceparents) == tool_span_ids
+
+
+async def test_metrics_count_tokens_durations_tools_and_the_cache(telemetry: Telemetry) -> None:
+    await scenario(telemetry).run("go")
+    points = telemetry.metric_points()
+    tokens = {
+        (p.attributes["gen_ai.token.type"], p.attributes.get("gen_ai.response.model")): p.sum
+        for p in points["gen_ai.client.token.usage"]
+    }
+    assert tokens[("input", "scripted-model")] == 4 * 1200 + 2 * 10
+    assert tokens[("output", "scripted-model")] == 4 * 40 + 2 * 5
+    durations = {
+        p.attributes["gen_ai.operation.name"]: p.count
+        for p in points["gen_ai.client.operation.duration"]
+    }
+    assert durations == {"chat": 6, "invoke_agent": 2}
+    calls = {p.attributes["gen_ai.tool.name"]: p.value for p in points["tether.tool.calls"]}
+    assert calls == {"add": 3, "delegate": 1, "bulky": 1}
+    assert "tether.tool.errors" not in points
+    (ratio,) = points["tether.cache.hit_ratio"]  # the run and its nested run: 2/3 and 0
+    assert (ratio.count, ratio.sum) == (2, pytest.approx(800 / 1200))
+
+
+async def test_failed_tool_calls_are_error_spans_and_counted(telemetry: Telemetry) -> None:
+    provider = ScriptedProvider(
+        [Reply(tool_calls=[call("add", a="x", b=1), call("nope")]), Reply(text="sorry")]
+    )
+    agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
+    await agent.run("go")
+    spans = telemetry.finished()
+    failed = [s for s in spans if s.name.startswith("execute_tool")]
+    assert [s.name for s in failed] == ["execute_tool add", "execute_tool nope"]
+    assert all(s.status.status_code is StatusCode.ERROR for s in failed)
+    assert all(s.attributes["error.type"] == "tool_error" for s in failed)
+    errors = {
+        p.attributes["gen_ai.tool.name"]: p.value
+        for p in telemetry.metric_points()["tether.tool.errors"]
+    }
+    assert errors == {"add": 1, "nope": 1}
+
+
+async def test_message_content_is_recorded_only_when_asked(telemetry: Telemetry) -> None:
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="It is 3.")])
+    await tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin]).run(
+        "What is 1 + 2?"
+    )
+    for span in telemetry.finished():
+        assert not any(
+            key.startswith(
+                ("gen_ai.input", "gen_ai.output", "gen_ai.tool.call.arg", "gen_ai.tool.call.res")
+            )
+            for key in span.attributes or {}
+        )
+
+    capturing = Telemetry(capture_content=True)
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="It is 3.")])
+    await tether.Agent(provider, tools=[add], config=Config(), plugins=[capturing.plugin]).run(
+        "What is 1 + 2?"
+    )
+    spans = capturing.finished()
+    (run,) = by_name(spans, "invoke_agent")
+    assert json.loads(str(run.attributes["gen_ai.input.messages"]))[0]["parts"][0]["content"] == (
+        "What is 1 + 2?"
+    )
+    (tool,) = by_name(spans, "execute_tool add")
+    assert json.loads(str(tool.attributes["gen_ai.tool.call.arguments"])) == {"a": 1, "b": 2}
+    assert tool.attributes["gen_ai.tool.call.result"] == "3"
+    last_chat = by_name(spans, "chat scripted-model")[-1]
+    output = json.loads(str(last_chat.attributes["gen_ai.output.messages"]))
+    assert output == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "It is 3."}],
+            "finish_reason": "end_turn",
+        }
+    ]
+
+
+async def test_a_run_ending_in_an_exception_ends_its_span_with_an_error(
+    telemetry: Telemetry,
+) -> None:
+    from tether.testing import auth_failed
+
+    agent = tether.Agent(
+        ScriptedProvider([auth_failed()]), config=Config(), plugins=[telemetry.plugin]
+    )
+    with pytest.raises(tether.errors.AuthenticationError):
+        await agent.run("hi")
+    (span,) = telemetry.finished()
+    assert span.name == "invoke_agent" and span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "AuthenticationError"
+    assert [e.name for e in span.events] == ["exception"]
+
+
+async def test_runs_nest_under_the_applications_current_span(telemetry: Telemetry) -> None:
+    tracer = telemetry.tracer_provider.get_tracer("app")
+    provider = ScriptedProvider([Reply(text="hi")])
+    agent = tether.Agent(provider, config=Config(), plugins=[telemetry.plugin])
+    with tracer.start_as_current_span("handle request") as request:
+        await agent.run("hello")
+    spans = telemetry.finished()
+    (run,) = by_name(spans, "invoke_agent")
+    assert run.parent is not None and run.parent.span_id == request.get_span_context().span_id
+    assert (
+        trace.get_current_span() is trace.INVALID_SPAN
+        or not trace.get_current_span().is_recording()
+    )
