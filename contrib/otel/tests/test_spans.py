@@ -304,3 +304,36 @@ async def test_runs_nest_under_the_applications_current_span(telemetry: Telemetr
         trace.get_current_span() is trace.INVALID_SPAN
         or not trace.get_current_span().is_recording()
     )
+
+
+async def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(
+    telemetry: Telemetry,
+) -> None:
+    researcher = tether.Agent(
+        ScriptedProvider([Reply(tool_calls=[call("add", a=2, b=2)]), Reply(text="four")]),
+        tools=[add],
+        config=Config(),
+        plugins=[telemetry.plugin],
+    )
+    writer = tether.Agent(
+        ScriptedProvider(
+            [Reply(tool_calls=[call("research", task="2 + 2?")]), Reply(text="It is four.")]
+        ),
+        tools=[researcher.as_tool("research", "Research a question.")],
+        config=Config(),
+        plugins=[telemetry.plugin],
+    )
+    result = await writer.run("What is 2 + 2?")
+    assert result.ok
+    spans = telemetry.finished()
+    runs = by_name(spans, "invoke_agent")
+    outer = next(s for s in runs if s.attributes["tether.run.id"] == result.run_id)
+    (sub,) = [s for s in runs if s is not outer]
+    (research,) = by_name(spans, "execute_tool research")
+    assert parent_of(research, spans) is outer and parent_of(sub, spans) is research
+    assert sub.attributes["tether.run.parent_id"] == result.run_id
+    assert {s.name for s in spans if parent_of(s, spans) is sub} == {
+        "chat scripted-model",
+        "execute_tool add",
+    }
+    assert research.attributes["tether.tool.outcome"] == "ok"
