@@ -83,3 +83,24 @@ async def test_closing_while_text_streams_leaves_the_history_as_it_was() -> None
             break
     await stream.aclose()
     assert [m.role for m in session.messages] == ["user"]
+
+
+async def test_closing_a_resumed_run_answers_its_calls_once() -> None:
+    provider = ScriptedProvider(
+        [Reply(tool_calls=[call("slow", n=1), call("quick", n=2)]), Reply(text="never")]
+    )
+    session = InMemorySession()
+    asking = tether.Agent(
+        provider, tools=[slow, quick], config=Config(), permissions={"slow": "ask"}
+    )
+    suspended = await asking.run("go", session=session)
+    assert suspended.outcome is tether.Outcome.SUSPENDED
+    stream = asking.resume_stream({suspended.pending[0].call_id: True}, session=session)
+    async for event in stream:
+        if isinstance(event, ToolStart):
+            break
+    await stream.aclose()
+    await asyncio.sleep(0)  # nothing left to finalise later
+    assert_invariant(session.messages)
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool"]
+    assert any("Interrupted" in r.text for r in session.messages[2].tool_results)

@@ -143,8 +143,9 @@ class Run:
         error: TetherError | None = None
         try:
             for calls in await self.features.start(self.prompt):
-                async for event in self._run_tools(calls):  # the calls of a resumed run
-                    yield event
+                async with contextlib.aclosing(self._run_tools(calls)) as resumed:
+                    async for event in resumed:  # the calls of a resumed run
+                        yield event
             while not self._finished:
                 async with contextlib.aclosing(self._turn()) as turn:
                     async for event in turn:
