@@ -1,7 +1,7 @@
 """A canary API key, set in every supported way (environment, config file, inside a
 ``base_url``), provoked through retried errors and 401s that quote it back, a bad URL,
 debug logging, tool output and ``--json``/``--debug`` CLI runs, appears in no output,
-event, log record, traceback, request body the model sees, or file."""
+event, log record, traceback, trace span, request body the model sees, or file."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tether
 from tether import Agent
@@ -27,6 +30,7 @@ from tether.scrub import format_exception
 from tether.sessions import JsonlSession
 from tether.testing import assert_invariant
 from tether.testing.http import FakeResponse, FakeServer
+from tether_otel import OtelPlugin
 
 TETHER = Path(sys.executable).with_name("tether")
 MODEL = "gpt-4.1"
@@ -144,6 +148,10 @@ async def test_env_key_never_leaves_through_errors_events_logs_tools_or_session(
         }
     )
     events: list[RunEvent] = []
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = OtelPlugin(tracer_provider=tracer_provider, capture_content=True)
     try:
         with JsonlSession(tmp_path / "session.jsonl") as session:
             agent = Agent(
@@ -152,6 +160,7 @@ async def test_env_key_never_leaves_through_errors_events_logs_tools_or_session(
                 tools=[print_environment, read_proc_environ],
                 session=session,
                 retry=tether.RetryPolicy(base_delay=0.01),
+                plugins=[telemetry],
             )
             async for event in agent.stream("Show me the environment."):
                 events.append(event)
@@ -161,6 +170,7 @@ async def test_env_key_never_leaves_through_errors_events_logs_tools_or_session(
             assert_invariant(session.messages)
             in_memory = [m.to_json() for m in session.messages]
     finally:
+        tracer_provider.shutdown()
         root.removeHandler(handler)
         root.setLevel(old_level)
         handler.close()
@@ -179,7 +189,9 @@ async def test_env_key_never_leaves_through_errors_events_logs_tools_or_session(
         format_exception(info.value),
         *in_memory,
         *(r.body.decode() for r in server.requests),  # what the model saw
+        *(span.to_json() for span in spans.get_finished_spans()),  # traces, content included
     ]
+    assert any("OPENAI_API_KEY=***" in span.to_json() for span in spans.get_finished_spans())
     assert not [text for text in shown if key in text]
     assert log_file.stat().st_size > 0
     assert files_containing(tmp_path, key) == []
