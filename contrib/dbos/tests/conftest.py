@@ -3,6 +3,7 @@ DBOS's system tables), a configuration naming it, and worker processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -79,10 +80,10 @@ class Deployment:
                 process.wait(timeout=5)
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[Deployment]:
+@contextlib.contextmanager
+def _deployment(root: Path) -> Iterator[Deployment]:
     with temporary_database(prefix="tether_durable") as url:
-        config_path = tmp_path / "tether.toml"
+        config_path = root / "tether.toml"
         config_path.write_text(
             "[sessions]\n"
             'store = "postgres"\n'
@@ -94,19 +95,27 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
         env = dict(os.environ)
         env.update(
             TETHER_CONFIG=str(config_path),
-            TETHER_DATA_DIR=str(tmp_path / "data"),
-            DURABLE_TEST_DIR=str(tmp_path),
+            TETHER_DATA_DIR=str(root / "data"),
+            DURABLE_TEST_DIR=str(root),
             PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
         )
-        saved = {k: os.environ.get(k) for k in ("TETHER_CONFIG", "DURABLE_TEST_DIR")}
-        os.environ["DURABLE_TEST_DIR"] = str(tmp_path)
-        deployment = Deployment(tmp_path, url, config_path, env)
+        deployment = Deployment(root, url, config_path, env)
         try:
             yield deployment
         finally:
             deployment.stop_all()
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    """A fresh database and configuration; start workers with ``deployment.start``."""
+    with _deployment(tmp_path) as deployment:
+        yield deployment
+
+
+@pytest.fixture(scope="module")
+def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """One database and one running worker (``w1``) for a whole test module."""
+    with _deployment(tmp_path_factory.mktemp("durable")) as deployment:
+        deployment.start("w1")
+        yield deployment

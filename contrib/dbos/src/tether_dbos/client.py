@@ -17,7 +17,7 @@ from tether.sessions.store import validate_session_name
 from .boundary import EVENTS
 from .settings import DbosSettings
 from .spec import RunSpec
-from .workflow import REPLY, WORKFLOW
+from .workflow import END, REPLY, WORKFLOW
 
 __all__ = ["DurableRuns", "RunHandle"]
 
@@ -183,8 +183,14 @@ class RunHandle:
         return str(status.status)
 
     async def reply(self, text: str | Message) -> None:
-        """Send the next user message to a run waiting for one (``wait_for_reply_s``)."""
+        """Send the next user message to a run waiting for one (``wait_for_reply_s``).
+        The run answers it and waits again, until :meth:`end` or the wait runs out."""
         await self.runs._client.send_async(self.run_id, _as_message(text).to_json(), REPLY)
+
+    async def end(self) -> None:
+        """Tell a run waiting for replies that there will be none: it ends now, and
+        :meth:`result` returns the result of its last turn."""
+        await self.runs._client.send_async(self.run_id, END, REPLY)
 
     async def cancel(self) -> None:
         """Cancel the run: it stops at its next step; a history it leaves with unanswered

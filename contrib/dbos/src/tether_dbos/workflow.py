@@ -17,6 +17,8 @@ __all__ = ["WORKFLOW", "durable_run"]
 
 WORKFLOW = "tether.run"
 REPLY = "tether.reply"
+END = ""
+"""Sent as a reply, ends a run that waits for replies."""
 
 
 @DBOS.workflow(name=WORKFLOW)
@@ -47,7 +49,7 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
             if spec.wait_for_reply_s is None:
                 break
             reply = await DBOS.recv_async(REPLY, timeout_seconds=spec.wait_for_reply_s)
-            if reply is None:
+            if reply is None or reply == END:
                 break
             prompt = Message.from_json(str(reply))
     finally:
