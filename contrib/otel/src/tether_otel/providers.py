@@ -18,7 +18,12 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["forget_all", "providers_for"]
+__all__ = ["EXPORT_TIMEOUT_S", "forget_all", "providers_for"]
+
+EXPORT_TIMEOUT_S = 3.0
+"""Seconds an export may take, retries included, unless ``OTEL_EXPORTER_OTLP_TIMEOUT``
+(or its ``_TRACES_``/``_METRICS_`` forms) says otherwise: short, so that a command whose
+collector is unreachable still exits promptly (the SDK's default is 10 s per export)."""
 
 _BUILT: dict[OtelSettings, tuple[TracerProvider, MeterProvider | None]] = {}
 _LOCK = threading.Lock()
@@ -99,10 +104,28 @@ def _sdk_providers(
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     base = settings.endpoint.rstrip("/") if settings.endpoint else None
-    span_exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces" if base else None)
+    timeout = None if _timeout_configured() else EXPORT_TIMEOUT_S
+    span_exporter = OTLPSpanExporter(
+        endpoint=f"{base}/v1/traces" if base else None, timeout=timeout
+    )
     tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
     if settings.metrics:
-        metric_exporter = OTLPMetricExporter(endpoint=f"{base}/v1/metrics" if base else None)
+        metric_exporter = OTLPMetricExporter(
+            endpoint=f"{base}/v1/metrics" if base else None, timeout=timeout
+        )
         reader = PeriodicExportingMetricReader(metric_exporter, interval)
         meter_provider = SdkMeterProvider(resource=resource, metric_readers=[reader])
     return tracer_provider, meter_provider
+
+
+def _timeout_configured() -> bool:
+    import os
+
+    return any(
+        os.environ.get(name)
+        for name in (
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+        )
+    )
