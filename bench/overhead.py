@@ -25,6 +25,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
@@ -34,6 +35,12 @@ from tether.config import Config
 from tether.events import TextDelta
 from tether.messages import ToolCallBlock
 from tether.testing import Reply, ScriptedProvider
+
+# Runs are recorded in the run log as usual (its cost is part of the figures), but into a
+# throwaway file, not the user's: TETHER_RUN_LOG=off measures the loop without it.
+os.environ.setdefault(
+    "TETHER_RUN_LOG", os.path.join(tempfile.mkdtemp(prefix="tether-bench-"), "runs.sqlite")
+)
 
 A_TOOL_CALLS = 50
 RSS_TOOL_CALLS = 500
