@@ -71,6 +71,8 @@ class ServerConnection:
         self._retry_at = 0.0
         self._errlog: TextIO | None = None
         self._relister: asyncio.Future[None] | None = None
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._aborted: dict[asyncio.Task[Any], str] = {}
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -114,6 +116,33 @@ class ServerConnection:
             client = await self._connected_client()
         except ServerUnavailable as exc:
             raise ToolError(str(exc)) from exc
+        task = asyncio.current_task()
+        assert task is not None
+        self._inflight.add(task)
+        try:
+            return await self._call(client, tool, arguments, progress, read_timeout)
+        except asyncio.CancelledError:
+            why = self._aborted.pop(task, None)
+            if why is None or task.uncancel() > 0:  # not (only) our cancellation
+                raise
+            await self._drop(why)
+            raise ToolError(
+                f"The connection to the MCP server `{self.name}` was lost while running "
+                f"`{tool}` ({why}); the call may or may not have taken effect. It is "
+                "reconnected on the next call."
+            ) from None
+        finally:
+            self._inflight.discard(task)
+            self._aborted.pop(task, None)
+
+    async def _call(
+        self,
+        client: Any,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressCallback | None,
+        read_timeout: float | None,
+    ) -> types.CallToolResult:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -204,6 +233,7 @@ class ServerConnection:
                 ready.set_exception(exc)
             else:
                 log.warning("MCP server %s: connection ended: %s", self.name, _describe(exc))
+                self._abort_calls(_describe(exc))
         except asyncio.CancelledError:
             if not ready.done():
                 ready.cancel()
@@ -211,6 +241,14 @@ class ServerConnection:
         finally:
             if self._client is client:
                 self._client = None
+
+    def _abort_calls(self, why: str) -> None:
+        """The connection died under calls that wait for answers that will never come:
+        cancel them; :meth:`call` turns that into an error result."""
+        for task in list(self._inflight):
+            if not task.done():
+                self._aborted[task] = why
+                task.cancel(f"MCP server {self.name}: connection lost")
 
     async def _make_client(self, stack: contextlib.AsyncExitStack) -> Any:
         from mcp import Client, StdioServerParameters

@@ -77,7 +77,6 @@ class McpToolset(Toolset):
         super().__init__(connection.name, [], description=f"MCP server {connection.name}")
         self.connection = connection
         self._listing = 0
-        self._failed_at_listing: int | None = None
 
     async def refresh(self) -> None:
         connection = self.connection
