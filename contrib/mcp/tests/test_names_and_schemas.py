@@ -92,3 +92,20 @@ def test_results_map_to_blocks_and_errors_raise() -> None:
     )
     with pytest.raises(ToolError, match="no such issue"):
         to_blocks(failed)
+
+
+def test_the_sdk_is_not_imported_without_configured_servers() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tether\n"
+        "from tether.plugins import PluginManager\n"
+        "tools = PluginManager(config=tether.Config()).tools\n"
+        "assert 'fs' in tools, tools.names()\n"
+        "print('mcp' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "False"

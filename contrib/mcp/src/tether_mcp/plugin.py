@@ -12,10 +12,18 @@ if TYPE_CHECKING:
 
 @tether.hookimpl
 def register_tools(tools: ToolRegistrar) -> None:
-    """One toolset per ``[mcp.servers.NAME]`` (enable it as ``tools = ["NAME"]``)."""
+    """One toolset per ``[mcp.servers.NAME]`` (enable it as ``tools = ["NAME"]``).
+
+    Without an ``[mcp]`` table nothing is imported: the SDK loads only when a server is
+    configured."""
+    from tether.config import load_config
+
+    config = tools.config if tools.config is not None else load_config()
+    if not config.section("mcp"):
+        return
     from .servers import toolsets
 
-    for toolset in toolsets(tools.config):
+    for toolset in toolsets(config):
         tools.add(toolset)
 
 
