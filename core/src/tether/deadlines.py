@@ -26,15 +26,21 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ProviderError, ProviderTimeoutError, RetryBudgetExceeded, WallTimeExceeded
 
 if TYPE_CHECKING:
     from .guard import RunGuard
-    from .provider import ModelRequest, Provider, ProviderEvent
+    from .provider import ModelCapabilities, ModelRequest, ModelResponse, Provider, ProviderEvent
 
-__all__ = ["check_retry_budget", "guarded_stream", "within_deadline"]
+__all__ = [
+    "GuardedProvider",
+    "check_retry_budget",
+    "guarded_provider",
+    "guarded_stream",
+    "within_deadline",
+]
 
 
 async def guarded_stream(
@@ -156,6 +162,45 @@ class _Watchdog:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+
+class GuardedProvider:
+    """``provider`` with every stream bounded like the run's own model calls (idle
+    timeout, wall-time deadline); handed to compaction strategies, whose summary calls
+    would otherwise wait as long as the SDK lets them. Everything else is delegated."""
+
+    def __init__(self, provider: Provider, guard: RunGuard) -> None:
+        self._provider = provider
+        self._guard = guard
+        self.name = provider.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
+        return guarded_stream(self._provider, request, self._guard)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        from .provider import ModelResponse
+
+        response: ModelResponse | None = None
+        async with contextlib.aclosing(self.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, ModelResponse):
+                    response = event
+        if response is None:
+            raise ProviderError(
+                f"{self.name}: the stream ended without a response", provider=self.name
+            )
+        return response
+
+    def capabilities(self, model: str) -> ModelCapabilities:
+        return self._provider.capabilities(model)
+
+
+def guarded_provider(provider: Provider, guard: RunGuard) -> Provider:
+    """:class:`GuardedProvider` for ``provider``, typed as the provider it stands for."""
+    return cast("Provider", GuardedProvider(provider, guard))
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,7 @@ from typing import Any
 
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
-from .deadlines import check_retry_budget, guarded_stream, within_deadline
+from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
 from .errors import (
     ContextOverflowError,
     LimitExceeded,
@@ -419,7 +419,7 @@ class Run:
             messages=messages,
             system=s.system,
             tools=s.tool_definitions,
-            provider=s.provider,
+            provider=guarded_provider(s.provider, self.guard),
             model=s.model,
             capabilities=s.capabilities,
             session_id=self.session.id,
