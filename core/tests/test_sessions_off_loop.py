@@ -1,0 +1,77 @@
+"""The event loop never waits on the disk: during a run, every write, fsync and rename of
+the session and of cross-session memory happens on another thread."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tether
+import tether.fileio
+import tether.memory.store
+import tether.sessions.jsonl
+from tether.config import Config
+from tether.memory import CrossSessionMemory
+from tether.sessions import JsonlSession
+from tether.testing import Reply, ScriptedProvider, call
+
+
+class RecordingOS:
+    """``os`` as the storage modules see it, noting which thread does each disk call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def _note(self, name: str) -> None:
+        self.calls.append((name, threading.current_thread().name))
+
+    def write(self, fd: int, data: Any) -> int:
+        self._note("write")
+        return os.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        self._note("fsync")
+        os.fsync(fd)
+
+    def replace(self, source: Any, target: Any) -> None:
+        self._note("rename")
+        os.replace(source, target)
+
+
+async def test_a_run_does_its_session_and_memory_disk_work_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = CrossSessionMemory(tmp_path / "memory", project=tmp_path)
+    session = JsonlSession(tmp_path / "s.jsonl")
+    recorder = RecordingOS()
+    for module in (tether.fileio, tether.sessions.jsonl, tether.memory.store):
+        monkeypatch.setattr(module, "os", recorder)
+    provider = ScriptedProvider(
+        [
+            Reply(tool_calls=[call("memory", action="add", target="user", text="Prefers tabs.")]),
+            Reply(text="Noted."),
+        ]
+    )
+    agent = tether.Agent(
+        provider, tools=[memory.tool], memory=memory, session=session, config=Config(), cwd=tmp_path
+    )
+    try:
+        result = await agent.run("Remember that I prefer tabs.")
+        # What compaction does to the session: an atomic rewrite.
+        await session.replace_async(list(session.messages)[-2:])
+    finally:
+        session.close()
+    assert result.output == "Noted."
+    loop_thread = threading.current_thread().name
+    kinds = {name for name, _ in recorder.calls}
+    assert {"write", "fsync", "rename"} <= kinds, recorder.calls
+    on_loop = [call for call in recorder.calls if call[1] == loop_thread]
+    assert on_loop == [], on_loop
+    assert memory.store.file("user").entries() == ["Prefers tabs."]
