@@ -118,6 +118,8 @@ def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     rounds = 3
     results: dict[str, list[dict[str, Any]]] = {"on_loop": [], "off_loop": []}
+    for session_class in (OnLoopSession, JsonlSession):  # warm-up: imports, schemas, threads
+        asyncio.run(measure(20, session_class))
     for round_number in range(rounds):
         for mode, session_class in (("on_loop", OnLoopSession), ("off_loop", JsonlSession)):
             figures = asyncio.run(measure(runs, session_class))
