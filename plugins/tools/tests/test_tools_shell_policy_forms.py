@@ -94,6 +94,26 @@ BLOCKED = {
     "export X=~; rm -rf $X": "a home directory",
     "local Y=/ ; rm -rf $Y": "root of the file system",
     "rm -rf {/,x}": "root of the file system",
+    "ls # comment\nrm -rf ~": "a home directory",
+    "cat <<EOF\nhello\nEOF\nrm -rf /": "root of the file system",
+    "rm -rf / &>/dev/null": "root of the file system",
+    'echo "a \\" b"; rm -rf /': "root of the file system",
+    "$'\\u0072\\u006d' -rf /": "root of the file system",
+    "$'\\U00000072m' -rf /": "root of the file system",
+    "rm -rf ${X:-$(echo /)}": "only known when the command runs",
+    "echo ${X:-`rm -rf /`}": "root of the file system",
+    "echo `echo \\`rm -rf /\\``": "root of the file system",
+    "echo $(echo 'a)b'; rm -rf ~)": "a home directory",
+    'echo $(echo "a)b"; rm -rf /)': "root of the file system",
+    "f ( ) { rm -rf /; }": "root of the file system",
+    # what cannot be parsed cannot be checked, so it is refused
+    "echo ${X": "could not be parsed",
+    "echo `echo hi": "could not be parsed",
+    "(echo hi": "could not be parsed",
+    "echo hi)": "could not be parsed",
+    "function": "could not be parsed",
+    "case x in a) echo": "could not be parsed",
+    "{ echo hi": "could not be parsed",
     "rm -rf /{usr,tmp/x}": "system directory /usr",
 }
 
@@ -119,6 +139,13 @@ ALLOWED = [
     "echo `date`",
     "rm -rf {build,dist}",
     "for f in *.py; do echo $f; done",
+    "echo hi # rm -rf /",
+    "cat <<'EOF' > out.txt\n$(rm -rf /)\nEOF",
+    "make &> build.log",
+    'echo "line\\\ncontinued"',
+    "echo $'\\cA' $'\\q'",
+    "echo $$ $? $! $",
+    "echo a\\\nb",
 ]
 
 
