@@ -22,13 +22,14 @@ from __future__ import annotations
 import base64
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
+    "INTERRUPTED",
     "AssistantMessage",
     "Block",
     "ImageBlock",
@@ -42,7 +43,9 @@ __all__ = [
     "ToolResultBlock",
     "UnknownBlock",
     "Usage",
+    "interrupted_result",
     "new_id",
+    "rehome_images",
     "tool_calls",
     "tool_results",
 ]
@@ -261,3 +264,50 @@ def tool_results(messages: Iterable[Message]) -> Iterator[ToolResultBlock]:
     for message in messages:
         if message.role == "tool":
             yield from message.tool_results
+
+
+# -- answering and re-homing tool results -------------------------------------------------
+INTERRUPTED = "Interrupted: the run was cancelled before this tool call finished. It may or may not have taken effect."
+
+
+def interrupted_result(call_id: str, why: str = INTERRUPTED) -> ToolResultBlock:
+    """The ``is_error`` result that answers a call that did not finish (or never ran),
+    so the invariant holds whatever stopped it."""
+    return ToolResultBlock(call_id=call_id, content=why, is_error=True)
+
+
+def rehome_images(
+    results: Sequence[ToolResultBlock],
+) -> tuple[list[ToolResultBlock], Message | None]:
+    """For wire formats that cannot carry images inside tool results: move each image into
+    one user message that follows the tool message, leaving a pointer in the result.
+
+    Provider adapters call this when they translate a history for such a model; the
+    history itself keeps images where the tool returned them, so it stays valid for any
+    model the session is continued with.
+    """
+    images: list[TextBlock | ImageBlock] = []
+    moved: list[ToolResultBlock] = []
+    for result in results:
+        if isinstance(result.content, str) or not any(
+            isinstance(b, ImageBlock) for b in result.content
+        ):
+            moved.append(result)
+            continue
+        kept: list[TextBlock | ImageBlock] = []
+        count = 0
+        for block in result.content:
+            if isinstance(block, ImageBlock):
+                count += 1
+                images.append(block)
+            else:
+                kept.append(block)
+        note = f"\n[{count} image(s) from this result are attached in the next user message]"
+        kept.append(TextBlock(text=note))
+        moved.append(result.model_copy(update={"content": kept}))
+        images.insert(
+            len(images) - count, TextBlock(text=f"Images returned by tool call {result.call_id}:")
+        )
+    if not images:
+        return list(results), None
+    return moved, Message(role="user", content=list(images))

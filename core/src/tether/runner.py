@@ -46,7 +46,15 @@ from .events import (
     TurnEnd,
 )
 from .guard import RunGuard
-from .messages import Message, StopReason, ToolCallBlock, ToolResultBlock, Usage
+from .messages import (
+    INTERRUPTED,
+    Message,
+    StopReason,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    interrupted_result,
+)
 from .observe import ObservedToolExecutor, RunObservation, run_start
 from .provider import CostBreakdown, ModelRequest, ModelResponse
 from .result import Outcome, RunResult, low_cache_warning
@@ -54,12 +62,7 @@ from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
-from .tool_execution import (
-    INTERRUPTED,
-    ToolScheduler,
-    interrupted_result,
-    rehome_images,
-)
+from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
 
@@ -374,7 +377,10 @@ class Run:
     async def _write_results(
         self, calls: list[ToolCallBlock], results: list[ToolResultBlock | None]
     ) -> list[ToolResultBlock]:
-        """Append one tool message answering every call, in declared order; return it."""
+        """Append one tool message answering every call, in declared order; return it.
+
+        Images stay in the results: an adapter whose wire format cannot carry them there
+        moves them itself (:func:`~tether.messages.rehome_images`)."""
         final: list[ToolResultBlock] = []
         for call, result in zip(calls, results, strict=True):
             if result is None:
@@ -383,13 +389,8 @@ class Run:
             final.append(result)
         self.tool_calls += len(final)
         self.tool_errors += sum(1 for result in final if result.is_error)
-        written, followup = final, None
-        if not self.s.capabilities.images_in_tool_results:
-            written, followup = rehome_images(final)
-        await self._append(Message.tool(written))
-        if followup is not None:
-            await self._append(followup)
-        return written
+        await self._append(Message.tool(final))
+        return final
 
     def _interrupt_reason(self) -> str:
         if self.cancel.cancelled:

@@ -30,7 +30,7 @@ from .cancel import CancelScope, CancelToken
 from .depth import run_depth, tool_depth
 from .errors import InvalidToolArguments, NeedsHuman, ToolError
 from .events import RunEvent, ToolEnd, ToolProgress, ToolStart
-from .messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .messages import ToolCallBlock, ToolResultBlock
 from .tool_results import error_result, tool_result
 from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
 
@@ -39,21 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
-    "INTERRUPTED",
     "ToolExecutor",
     "ToolScheduler",
-    "interrupted_result",
-    "rehome_images",
 ]
 
 DEFAULT_TOOL_TIMEOUT_S = 300.0
 """Timeout of a tool call when neither the tool nor ``limits.tool_timeout_s`` sets one."""
-
-INTERRUPTED = "Interrupted: the run was cancelled before this tool call finished. It may or may not have taken effect."
-
-
-def interrupted_result(call_id: str, why: str = INTERRUPTED) -> ToolResultBlock:
-    return ToolResultBlock(call_id=call_id, content=why, is_error=True)
 
 
 def idempotency_key(session_id: str, call_id: str) -> str:
@@ -342,35 +333,3 @@ def _keep_finished(
             results[index] = result = task.result()
             call = calls[index]
             late_ends.append(ToolEnd(call.id, call.name, result, time.perf_counter() - began))
-
-
-def rehome_images(
-    results: Sequence[ToolResultBlock],
-) -> tuple[list[ToolResultBlock], Message | None]:
-    """For models that cannot see images inside tool results: move each image into one
-    user message that follows the tool message, leaving a pointer in the result."""
-    images: list[TextBlock | ImageBlock] = []
-    moved: list[ToolResultBlock] = []
-    for result in results:
-        if isinstance(result.content, str) or not any(
-            isinstance(b, ImageBlock) for b in result.content
-        ):
-            moved.append(result)
-            continue
-        kept: list[TextBlock | ImageBlock] = []
-        count = 0
-        for block in result.content:
-            if isinstance(block, ImageBlock):
-                count += 1
-                images.append(block)
-            else:
-                kept.append(block)
-        note = f"\n[{count} image(s) from this result are attached in the next user message]"
-        kept.append(TextBlock(text=note))
-        moved.append(result.model_copy(update={"content": kept}))
-        images.insert(
-            len(images) - count, TextBlock(text=f"Images returned by tool call {result.call_id}:")
-        )
-    if not images:
-        return list(results), None
-    return moved, Message(role="user", content=list(images))

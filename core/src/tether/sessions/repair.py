@@ -28,8 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from ..messages import Message, ToolCallBlock, ToolResultBlock, new_id
-from ..tool_execution import interrupted_result
+from ..messages import Message, ToolCallBlock, ToolResultBlock, interrupted_result, new_id
 
 __all__ = ["INTERRUPTED_ON_LOAD", "RepairAction", "RepairKind", "RepairReport", "repair_messages"]
 

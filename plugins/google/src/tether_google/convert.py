@@ -35,9 +35,9 @@ from tether.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    rehome_images,
 )
 from tether.provider import ModelRequest, ThinkingConfig
-from tether.tool_execution import rehome_images
 
 __all__ = ["PASSTHROUGH_SETTINGS", "build_config", "build_contents", "requires_signatures"]
 

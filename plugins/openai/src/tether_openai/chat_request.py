@@ -19,9 +19,9 @@ from tether.messages import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    rehome_images,
 )
 from tether.provider import ModelRequest, ToolDefinition
-from tether.tool_execution import rehome_images
 
 from .history import (
     arguments_text,
