@@ -123,7 +123,7 @@ class CachedEmbedder:
         from tether.knowledge.embedders import load_embedder
         from tether.plugins import PluginManager
 
-        inner = load_embedder(name, PluginManager())
+        inner = load_embedder(name, PluginManager().embedders)
         assert inner is not None
         self._inner = inner
         self.name = inner.name

@@ -1,7 +1,8 @@
 """The documentation's code runs.
 
 - Every ```` ```python ```` block (without a title) of the pages in :data:`RUNNABLE_PAGES`
-  (the README, getting started, concepts, configuration, the plugin tutorial) is
+  (the README, getting started, concepts, configuration, the knowledge base, the plugin
+  tutorial) is
   executed, page by page, in one namespace per page, like a reader pasting them in
   order; top-level ``await`` is allowed. Python blocks of every other page under
   ``docs/`` must at least compile, and ``tether.toml`` blocks of every page must be a
@@ -93,6 +94,7 @@ RUNNABLE_PAGES = [
     DOCS / "skills.md",
     DOCS / "escalation.md",
     DOCS / "answer-limits.md",
+    DOCS / "knowledge-base.md",
     TUTORIAL,
 ]
 """Pages whose examples promise to run as written (other pages may show fragments)."""

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tether.cli import cli
+from tether.config import load_config
 from tether.errors import ConfigError
 from tether.knowledge.chunking import Chunk, Chunker
 from tether.knowledge.fusion import fuse
@@ -19,6 +20,7 @@ from tether.knowledge.keyword_index import KeywordIndex
 from tether.knowledge.knowledge_base import KnowledgeBase
 from tether.knowledge.memory_backend import MemoryBackend
 from tether.knowledge.vector_index import VectorIndex
+from tether.plugins import PluginManager
 
 
 def test_chunks_follow_lines_with_overlap_and_cover_the_document() -> None:
@@ -182,7 +184,10 @@ async def test_fusion_is_configured_in_memory_settings(
     (tmp_path / "tether.toml").write_text(
         '[memory]\nbackend = "memory"\n[memory.settings]\nfusion = "convex"\nkeyword_weight = 2.0\n'
     )
-    kb = KnowledgeBase.open()
+    manager = PluginManager(entry_points=False)
+    kb = KnowledgeBase.open(
+        load_config(), backends=manager.memory_backends, embedders=manager.embedders
+    )
     assert kb.fusion == "convex"
     await kb.add("retries.md", "Backoff is exponential.\nThe delay is capped at 30 s.\n")
     await kb.add("bread.md", "Knead the dough.\n")

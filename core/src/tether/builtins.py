@@ -16,6 +16,7 @@ from .errors import ConfigError
 from .hookspecs import hookimpl
 from .registry import (
     CompactionStrategyRegistrar,
+    EmbedderRegistrar,
     MemoryBackendRegistrar,
     ObserverRegistrar,
     ProviderRegistrar,
@@ -77,7 +78,17 @@ def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
 def register_tools(tools: ToolRegistrar) -> None:
     from .knowledge.tool import kb_toolset
 
-    tools.add(kb_toolset(), settings={"k": Annotated[int, Field(ge=1, le=50)]})
+    def open_knowledge_base() -> Any:
+        from .config import load_config
+        from .knowledge.knowledge_base import KnowledgeBase
+
+        return KnowledgeBase.open(
+            tools.config if tools.config is not None else load_config(),
+            backends=tools.sibling(MemoryBackendRegistrar),
+            embedders=tools.sibling(EmbedderRegistrar),
+        )
+
+    tools.add(kb_toolset(open_knowledge_base), settings={"k": Annotated[int, Field(ge=1, le=50)]})
 
 
 @hookimpl

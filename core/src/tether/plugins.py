@@ -248,6 +248,7 @@ class PluginManager:
             return existing  # type: ignore[return-value]
         registrar = kind()
         registrar.config = self.config
+        registrar._siblings = self.registrar
         hook = getattr(self._pm.hook, _HOOKS[kind])
         arguments = self._arguments(hook, registrar)
         for impl in hook.get_hookimpls():

@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+R = TypeVar("R", bound="Registrar[Any]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,19 @@ class Registrar(Generic[T]):
         self.config: Config | None = None
         """The configuration of the agent or CLI invocation being set up, when known;
         for plugins whose components come from it (``config.section("mcp")``)."""
+        self._siblings: Callable[[type[Any]], Any] | None = None
+
+    def sibling(self, kind: type[R]) -> R:
+        """The same plugin manager's registrar of another ``kind``, for components built
+        from other components (the ``kb`` toolset from backends and embedders).
+
+        Call it when the component is used, not while registering: the other registrar
+        is filled on first use, by calling its hook on every plugin.
+        """
+        if self._siblings is None:
+            raise LookupError(f"This {self.kind} registrar belongs to no plugin manager.")
+        sibling: R = self._siblings(kind)
+        return sibling
 
     def add(self, name: str, component: T, **options: Any) -> None:
         """Register ``component`` as ``name``. A name taken by another plugin is a conflict."""

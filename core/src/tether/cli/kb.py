@@ -44,8 +44,13 @@ MAX_FILE_BYTES = 5_000_000
 def _open(state: CliState, backend: str | None, embedder: str | None) -> KnowledgeBase:
     from ..knowledge.knowledge_base import KnowledgeBase
 
+    manager = state.plugin_manager()
     return KnowledgeBase.open(
-        state.config(), plugins=state.plugin_manager(), backend=backend, embedder=embedder
+        state.config(),
+        backends=manager.memory_backends,
+        embedders=manager.embedders,
+        backend=backend,
+        embedder=embedder,
     )
 
 
@@ -283,11 +288,8 @@ def search(
 @pass_state
 def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
     """List indexed documents with their chunk counts."""
-    from ..knowledge.knowledge_base import KnowledgeBase
 
-    knowledge = KnowledgeBase.open(
-        state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None
-    )
+    knowledge = _open(state, backend, None)
     try:
         documents = knowledge.documents()
     finally:
@@ -321,11 +323,7 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
 def rm(state: CliState, docs: tuple[str, ...], backend: str | None) -> None:
     """Remove documents from the index: by id, as `kb list` shows them, or by any path
     to the file."""
-    from ..knowledge.knowledge_base import KnowledgeBase
-
-    knowledge = KnowledgeBase.open(
-        state.config(), plugins=state.plugin_manager(), backend=backend, embedder=None
-    )
+    knowledge = _open(state, backend, None)
     from .kb_paths import kb_root, spellings
 
     root = kb_root(state.config())

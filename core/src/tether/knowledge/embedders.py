@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..plugins import PluginManager
+    from ..registry import EmbedderRegistrar
 
 __all__ = ["Embedder", "EmbedderFactory", "available_embedders", "load_embedder"]
 
@@ -70,17 +70,18 @@ class Embedder(Protocol):
 EmbedderFactory = Callable[..., Embedder]
 
 
-def available_embedders(plugins: PluginManager) -> list[str]:
+def available_embedders(embedders: EmbedderRegistrar) -> list[str]:
     """Names of the embedders that installed plugins register."""
-    return plugins.embedders.names()
+    return embedders.names()
 
 
 def load_embedder(
     name: str | None,
-    plugins: PluginManager,
+    embedders: EmbedderRegistrar,
     settings: Mapping[str, Any] | None = None,
 ) -> Embedder | None:
-    """Build the embedder registered as ``name`` with ``settings``.
+    """Build the embedder registered as ``name`` in ``embedders`` (a plugin manager's
+    ``embedders`` registrar) with ``settings``.
 
     ``None`` (no embedder configured) returns ``None``: the knowledge base then searches
     by keywords only, and logs that it does. An unknown name raises
@@ -89,7 +90,7 @@ def load_embedder(
     if name is None:
         log.info("No embedder configured: the knowledge base searches by keywords only.")
         return None
-    factory = plugins.embedders.get(
+    factory = embedders.get(
         name,
         advice="Install a plugin that provides it, or remove [memory] embedder to search "
         "by keywords only.",

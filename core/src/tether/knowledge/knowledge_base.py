@@ -2,7 +2,7 @@
 
 ::
 
-    kb = KnowledgeBase(MemoryBackend(), embedder)          # or KnowledgeBase.open()
+    kb = KnowledgeBase(MemoryBackend(), embedder)   # or KnowledgeBase.open(config, ...)
     await kb.add("notes/design.md", text)                  # chunks, embeds, stores
     passages = await kb.search("how are retries capped?", k=5)
     for p in passages:
@@ -34,7 +34,7 @@ from .passages import merge_passages
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..plugins import PluginManager
+    from ..registry import EmbedderRegistrar, MemoryBackendRegistrar
     from ..tools import Tool
 
 __all__ = ["AddOutcome", "AddProgress", "KnowledgeBase", "SearchMode"]
@@ -159,36 +159,36 @@ class KnowledgeBase:
     @classmethod
     def open(
         cls,
-        config: Config | None = None,
+        config: Config,
         *,
-        plugins: PluginManager | None = None,
+        backends: MemoryBackendRegistrar,
+        embedders: EmbedderRegistrar,
         backend: str | None = None,
         embedder: str | None = None,
         **settings: Any,
     ) -> KnowledgeBase:
-        """The knowledge base described by ``[memory]`` in the configuration.
+        """The knowledge base described by ``[memory]`` in ``config``, built from the
+        components in ``backends`` and ``embedders`` (a plugin manager's registrars:
+        ``manager.memory_backends``, ``manager.embedders``).
 
         ``backend``/``embedder`` override the configured names; ``settings`` override
         ``[memory] settings``. Backend factories receive the remaining settings plus
         ``data_dir`` (where tether keeps its data).
         """
-        from ..config import data_dir, load_config
-        from ..plugins import PluginManager
+        from ..config import data_dir
 
-        config = config if config is not None else load_config()
-        plugins = plugins if plugins is not None else PluginManager()
         merged: dict[str, Any] = {**config.memory.settings, **settings}
         embedder_settings = merged.pop("embedder", None) or {}
         options = {key: merged.pop(key) for key in KB_SETTINGS if key in merged}
         backend_name = backend or config.memory.backend
-        factory = plugins.memory_backends.get(
+        factory = backends.get(
             backend_name,
             advice='Install its plugin (the persistent default is "sqlite", from '
             "tether-sqlite) or set [memory] backend.",
         )
         merged.setdefault("data_dir", str(Path(data_dir(config)) / "knowledge"))
         store = factory(**merged)
-        model = load_embedder(embedder or config.memory.embedder, plugins, embedder_settings)
+        model = load_embedder(embedder or config.memory.embedder, embedders, embedder_settings)
         chunker = Chunker(
             max_chars=int(options.pop("chunk_max_chars", 1500)),
             max_lines=int(options.pop("chunk_max_lines", 60)),

@@ -2,7 +2,8 @@
 
 Two forms: :func:`kb_search_tool` binds a tool to a :class:`KnowledgeBase` you built
 (``Agent(tools=[kb.as_tool()])``); the registered ``kb`` toolset (``tools = ["kb"]`` in
-``tether.toml``) opens the knowledge base described by ``[memory]`` on its first call.
+``tether.toml``) opens the knowledge base described by the agent's ``[memory]`` on its
+first call, with the agent's plugins.
 Passages come back with their ``document:start-end`` line references so the model can
 cite them and open the file at the right place.
 """
@@ -10,7 +11,7 @@ cite them and open the file at the right place.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -64,41 +65,43 @@ def kb_search_tool(kb: KnowledgeBase, *, name: str = "kb_search", default_k: int
     return Tool(kb_search, name=name, description=DESCRIPTION)
 
 
-class _ConfiguredKnowledgeBase:
-    """Opens the configured knowledge base once, on first use, and shares it."""
+class _LazyKnowledgeBase:
+    """Opens one knowledge base on first use (off the event loop) and keeps it."""
 
-    def __init__(self) -> None:
+    def __init__(self, opener: Callable[[], KnowledgeBase]) -> None:
+        self._opener = opener
         self._kb: KnowledgeBase | None = None
         self._lock = asyncio.Lock()
 
     async def get(self) -> KnowledgeBase:
         async with self._lock:
             if self._kb is None:
-                from .knowledge_base import KnowledgeBase
-
-                self._kb = await asyncio.to_thread(KnowledgeBase.open)
+                self._kb = await asyncio.to_thread(self._opener)
             return self._kb
 
 
-_configured = _ConfiguredKnowledgeBase()
+def kb_toolset(opener: Callable[[], KnowledgeBase]) -> Toolset:
+    """The ``kb`` toolset: ``kb_search`` over the knowledge base ``opener()`` returns,
+    opened on the first search (``[tool_settings.kb] k = 8`` changes the default count).
 
-
-async def _configured_kb_search(query: Query, ctx: ToolContext, k: Count | None = None) -> str:
-    """Search the knowledge base.
-
-    Args:
-        query: What to look for, in plain words.
-        k: How many passages to return (default 5, or ``[tool_settings.kb] k``).
+    tether registers one per plugin manager, opening the knowledge base that manager's
+    configuration describes with that manager's backends and embedders, so each agent
+    searches its own knowledge base.
     """
-    kb = await _configured.get()
-    settings: Any = ctx.settings or {}
-    count = k if k is not None else int(settings.get("k", 5))
-    passages = await kb.search(query, k=count)
-    return format_passages(passages, keyword_only=kb.keyword_only)
+    lazy = _LazyKnowledgeBase(opener)
 
+    async def kb_search(query: Query, ctx: ToolContext, k: Count | None = None) -> str:
+        """Search the knowledge base.
 
-def kb_toolset() -> Toolset:
-    """The ``kb`` toolset registered by tether: ``kb_search`` over the configured
-    knowledge base (``[tool_settings.kb] k = 8`` changes the default count)."""
-    tool = Tool(_configured_kb_search, name="kb_search", description=DESCRIPTION)
+        Args:
+            query: What to look for, in plain words.
+            k: How many passages to return (default 5, or ``[tool_settings.kb] k``).
+        """
+        kb = await lazy.get()
+        settings: Any = ctx.settings or {}
+        count = k if k is not None else int(settings.get("k", 5))
+        passages = await kb.search(query, k=count)
+        return format_passages(passages, keyword_only=kb.keyword_only)
+
+    tool = Tool(kb_search, name="kb_search", description=DESCRIPTION)
     return Toolset("kb", [tool], description="Search the configured knowledge base.")
