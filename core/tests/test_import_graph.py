@@ -56,15 +56,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.compaction",
             "tether.knowledge",
             "tether.memory",
+            "tether.observe",
+            "tether.runlog",
             "tether.sessions",
         ),
     ),
     ("assembly", ("tether.agent", "tether.builtins", "tether.demo", "tether.plugins")),
     ("interfaces", ("tether.cli", "tether.testing")),
 ]
-"""From the bottom up. A module may import its own layer and the layers below it. A
-name ending a tuple covers the module and, for a package, everything inside it; the
-most specific name wins."""
+"""From the bottom up. A module may import its own layer and the layers below it. A name
+covers the module and, for a package, everything inside it (``tether`` itself covers
+only its ``__init__``); the most specific name wins. A new module must be placed here."""
 
 
 def _module_name(path: Path) -> str:
@@ -127,7 +129,7 @@ def layer_of(module: str) -> int:
     best: tuple[int, int] | None = None
     for index, (_, names) in enumerate(LAYERS):
         for name in names:
-            if module == name or module.startswith(name + "."):
+            if module == name or (name != "tether" and module.startswith(name + ".")):
                 specificity = len(name)
                 if best is None or specificity > best[0]:
                     best = (specificity, index)
