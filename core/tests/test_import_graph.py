@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "harness",
         (
+            "tether.accounts",
             "tether.arguments",
             "tether.approvals",
             "tether.boundary",
@@ -57,7 +58,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.knowledge",
             "tether.memory",
             "tether.observe",
+            "tether.provenance",
+            "tether.run_features",
             "tether.runlog",
+            "tether.scope",
+            "tether.subagents",
             "tether.sessions",
         ),
     ),

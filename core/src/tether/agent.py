@@ -127,7 +127,6 @@ class Agent:
         self._tool_specs: list[ToolSpec] = list(_either(tools, config.tools))
         self.session: AnySession | None = None if isinstance(session, str) else session
         self._session_name = session if isinstance(session, str) else None
-        self._session_store: SessionBackend | None = None
         self._compaction_spec, self.memory = compaction, memory
         self.limits = _limits(limits, config)
         self.retry = retry or RetryPolicy()
@@ -147,6 +146,11 @@ class Agent:
                 config, stop_sequences, max_tokens_continuations, continuation_max_output_tokens
             )
         )
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """What the agent builds and remembers as it runs (nothing yet)."""
+        self._session_store: SessionBackend | None = None
         self._settings: RunSettings | None = None
         self._dynamic: list[Toolset] = []
         self._skill_tool: Tool | None = None

@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from .accounts import RunAccounts
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
 from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
@@ -43,7 +44,6 @@ from .events import (
     RunEvent,
     SessionRepaired,
     ToolEnd,
-    TurnEnd,
 )
 from .guard import RunGuard
 from .messages import (
@@ -52,11 +52,10 @@ from .messages import (
     StopReason,
     ToolCallBlock,
     ToolResultBlock,
-    Usage,
     interrupted_result,
 )
 from .observe import ObservedToolExecutor, RunObservation, run_start
-from .provider import CostBreakdown, ModelRequest, ModelResponse
+from .provider import ModelRequest, ModelResponse
 from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
@@ -67,7 +66,7 @@ from .tool_execution import ToolScheduler
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
 
 
-class Run:
+class Run(RunAccounts):
     """One run of the loop over one session. Iterate :meth:`events` once."""
 
     def __init__(
@@ -111,18 +110,10 @@ class Run:
             guard=self.guard,
         )
         self.executor.scope = features
-        self.turns = 0
-        self.retries = 0
-        self.tool_calls = 0
-        self.tool_errors = 0
-        self.usage = Usage()
-        self.cost: float | None = 0.0 if settings.capabilities.pricing is not None else None
-        self.cost_breakdown = CostBreakdown()
+        self.open_accounts(settings.capabilities)
         self.reported_input: int | None = None
         self.reported_messages = 0
-        self.stop_reason: StopReason | None = None
         self._finished = False
-        self._latency = 0.0
         self._late_ends: list[ToolEnd] = []
         """ToolEnd events not yielded when they happened (the run was being interrupted):
         calls answered as interrupted, and calls that finished just before. Yielded before Done."""
@@ -192,7 +183,7 @@ class Run:
                     yield event
         assert response is not None
         message = await self._record(response)
-        yield self._turn_end(response)
+        yield self.account_response(response, self.s)
         if (warning := low_cache_warning(self.usage, self.turns, self.s.cache_warning)) is not None:
             yield warning
         if await self.features.after_response(message, self.stop_reason):
@@ -294,8 +285,8 @@ class Run:
                         f"The {self.s.provider.name} provider ended its stream without a response.",
                         provider=self.s.provider.name,
                     )
-                self._latency = time.perf_counter() - started
-                self._ttft = first
+                self.latency = time.perf_counter() - started
+                self.first_token = first
                 yield response
                 return
             except ContextOverflowError:
@@ -342,23 +333,6 @@ class Run:
         self.reported_messages = len(self.session.messages) - 1
         return message
 
-    def _turn_end(self, response: ModelResponse) -> TurnEnd:
-        usage = response.usage
-        self.usage = self.usage + usage
-        cost = None
-        pricing = self.s.capabilities.pricing
-        if pricing is not None:
-            self.cost_breakdown += (breakdown := pricing.breakdown(usage))
-            self.cost = (self.cost or 0.0) + (cost := breakdown.total)
-        return TurnEnd(
-            model=response.model or self.s.model_string,
-            stop_reason=response.stop_reason,
-            usage=usage,
-            latency=self._latency,
-            cost=cost,
-            time_to_first_token=self._ttft,
-        )
-
     # -- tools ---------------------------------------------------------------------------------
     async def _run_tools(self, calls: list[ToolCallBlock]) -> AsyncGenerator[RunEvent, None]:
         results: list[ToolResultBlock | None] = [None] * len(calls)
@@ -387,8 +361,7 @@ class Run:
                 result = interrupted_result(call.id, self._interrupt_reason())
                 self._late_ends.append(ToolEnd(call.id, call.name, result, 0.0, interrupted=True))
             final.append(result)
-        self.tool_calls += len(final)
-        self.tool_errors += sum(1 for result in final if result.is_error)
+        self.account_results(final)
         await self._append(Message.tool(final))
         return final
 
@@ -468,16 +441,9 @@ class Run:
                 output=output,
                 messages=self.new_messages,
                 session_id=self.session.id,
-                usage=self.usage,
-                cost=self.cost,
-                turns=self.turns,
-                tool_calls=self.tool_calls,
-                tool_errors=self.tool_errors,
-                retries=self.retries,
-                stop_reason=self.stop_reason,
                 duration=self.guard.elapsed(),
                 error=error,
-                cost_breakdown=self.cost_breakdown if self.cost is not None else None,
                 run_id=self.start.run_id,
+                **self.totals(),
             )
         )
