@@ -4,7 +4,6 @@
   (``y`` yes, ``n`` no, ``a`` always for this session); ``None`` when there is no
   terminal to ask on, so such a run suspends instead.
 - :func:`schema_output`: the structured output of ``--schema FILE.json``.
-- :func:`nested_line`: one indented line for a sub-agent's event.
 """
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ import click
 
 if TYPE_CHECKING:
     from ..approvals import Approval, ApprovalRequest
-    from ..events import Nested
     from ..output import JsonSchemaOutput
 
-__all__ = ["AnswerAsJson", "nested_line", "schema_output", "suspended_message", "terminal_approval"]
+__all__ = ["AnswerAsJson", "schema_output", "suspended_message", "terminal_approval"]
 
 _ANSWERS = {
     "y": "allow",
@@ -82,23 +80,6 @@ def schema_output(path: Path) -> JsonSchemaOutput:
         return JsonSchemaOutput(schema)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="--schema") from None
-
-
-def nested_line(event: Nested) -> str | None:
-    """An indented line for a sub-agent event worth showing (tool calls and the end)."""
-    from ..events import Done, ToolEnd, ToolStart
-    from .render import summarize_arguments
-
-    indent = "  " * event.depth + "│ "
-    inner = event.event
-    if isinstance(inner, ToolStart):
-        return f"{indent}{event.agent} → {inner.name}({summarize_arguments(inner.arguments)})"
-    if isinstance(inner, ToolEnd):
-        state = "interrupted" if inner.interrupted else ("failed" if inner.is_error else "done")
-        return f"{indent}{event.agent} ← {inner.name} {state}"
-    if isinstance(inner, Done):
-        return f"{indent}{event.agent} finished: {inner.result.outcome.value}"
-    return None
 
 
 def suspended_message(result: Any) -> str:

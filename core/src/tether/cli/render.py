@@ -37,7 +37,6 @@ from ..events import (
     event_to_dict,
 )
 from ..scrub import scrub
-from .compose import nested_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,6 +116,22 @@ def summarize_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
         parts.append(f"{key}={text}")
     summary = ", ".join(parts)
     return summary if len(summary) <= limit else summary[: limit - 1] + "…"
+
+
+def nested_line(event: Nested) -> str | None:
+    """An indented line for a sub-agent event worth showing (tool calls and the end)."""
+    from ..events import Done, ToolEnd, ToolStart
+
+    indent = "  " * event.depth + "│ "
+    inner = event.event
+    if isinstance(inner, ToolStart):
+        return f"{indent}{event.agent} → {inner.name}({summarize_arguments(inner.arguments)})"
+    if isinstance(inner, ToolEnd):
+        state = "interrupted" if inner.interrupted else ("failed" if inner.is_error else "done")
+        return f"{indent}{event.agent} ← {inner.name} {state}"
+    if isinstance(inner, Done):
+        return f"{indent}{event.agent} finished: {inner.result.outcome.value}"
+    return None
 
 
 def _result_text(result: ToolResultBlock) -> str:

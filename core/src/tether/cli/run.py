@@ -406,23 +406,29 @@ def run(
         report_error(state, renderer, exc)
         click.get_current_context().exit(1)
 
-    async def main() -> int:
-        try:
-            await check_provider(agent)
-            if session_name is not None:
-                await open_named_session(agent, session_name)
-            result = await stream_run(agent, text, renderer)
-        except TetherError as exc:
-            report_error(state, renderer, exc)
-            return 1
-        finally:
-            await agent.aclose()
-        return exit_status(result, renderer)
-
     try:
-        status = asyncio.run(main())
+        status = asyncio.run(_run_once(state, agent, text, renderer, session_name))
     except KeyboardInterrupt:
         renderer.interrupted()
         renderer.notice("Cancelled.")
         status = EXIT_CANCELLED
     click.get_current_context().exit(status)
+
+
+async def _run_once(
+    state: CliState, agent: Agent, text: Any, renderer: Any, session_name: str | None
+) -> int:
+    """One ``tether run``: the exit status."""
+    from ..errors import TetherError
+
+    try:
+        await check_provider(agent)
+        if session_name is not None:
+            await open_named_session(agent, session_name)
+        result = await stream_run(agent, text, renderer)
+    except TetherError as exc:
+        report_error(state, renderer, exc)
+        return 1
+    finally:
+        await agent.aclose()
+    return exit_status(result, renderer)
