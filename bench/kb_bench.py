@@ -142,7 +142,7 @@ class TableEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         # a chunk is one line, indexed after its context lines
-        return [self.table[t.rsplit("\n", 1)[-1]].tolist() for t in texts]
+        return [self.table[t.rsplit("\n", 1)[-1]] for t in texts]  # type: ignore[misc]
 
     async def embed_query(self, text: str) -> list[float]:
         return self.table[text].tolist()

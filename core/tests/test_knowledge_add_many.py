@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tether.errors import MemoryBackendError
 from tether.knowledge.backend import DocumentWrite
 from tether.knowledge.chunking import Chunker
 from tether.knowledge.knowledge_base import AddOutcome, AddProgress, KnowledgeBase
@@ -46,7 +47,7 @@ async def test_add_many_builds_the_index_add_builds() -> None:
 
 
 class FailingBackend(MemoryBackend):
-    """Stores whole batches, then fails on the N-th one, as an interruption would."""
+    """Stores whole batches, then fails on the N-th one (a full disk, a lost server)."""
 
     def __init__(self, fail_on: int) -> None:
         super().__init__()
@@ -56,15 +57,15 @@ class FailingBackend(MemoryBackend):
     def put_documents(self, documents: Sequence[DocumentWrite]) -> None:
         self.batches += 1
         if self.batches == self.fail_on:
-            raise KeyboardInterrupt
+            raise MemoryBackendError("disk full")
         for info, chunks, vectors in documents:
             self.put_document(info, chunks, vectors)
 
 
-async def test_an_interrupted_run_leaves_whole_documents_and_the_next_run_finishes() -> None:
+async def test_a_failed_run_leaves_whole_documents_and_the_next_run_finishes() -> None:
     backend = FailingBackend(fail_on=3)
     kb = KnowledgeBase(backend, chunker=Chunker(max_chars=200, max_lines=8, overlap_lines=2))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(MemoryBackendError, match="disk full"):
         await kb.add_many(DOCS.items(), batch_chunks=20)
     stored = kb.documents()
     assert 0 < len(stored) < len(DOCS)

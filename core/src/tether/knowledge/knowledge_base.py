@@ -267,41 +267,64 @@ class KnowledgeBase:
         pending: dict[str, tuple[DocumentInfo, list[Chunk]]] = {}
         state = AddProgress(documents=0, chunks=0, skipped=0, started=time.monotonic())
 
-        async def flush() -> None:
-            if not pending:
-                return
-            await self._write_batch(list(pending.values()))
-            state.documents += len(pending)
-            state.chunks += sum(len(chunks) for _, chunks in pending.values())
-            pending.clear()
+        writing: asyncio.Future[None] | None = None
+
+        pending_chunks = 0
+
+        async def store(writes: list[DocumentWrite]) -> None:
+            await self._store(writes)
+            state.documents += len(writes)
+            state.chunks += sum(len(chunks) for _, chunks, _ in writes)
             if progress is not None:
                 progress(state)
 
-        async for doc_id, text in _aiter(documents):
-            if not doc_id:
-                raise ValueError("A document needs a non-empty id (its path or name).")
-            digest = self.content_hash(text)
-            existing = stored.get(doc_id)
-            if (
-                existing is not None
-                and not force
-                and existing.content_hash == digest
-                and (embedder_name is None or existing.embedder == embedder_name)
-            ):
-                outcomes[doc_id] = AddOutcome.UNCHANGED
-                state.skipped += 1
-                continue
-            chunks = self.chunker.split(doc_id, text)
-            pending.pop(doc_id, None)
-            pending[doc_id] = (DocumentInfo(doc_id, digest, len(chunks), embedder_name), chunks)
-            outcomes[doc_id] = AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
-            if sum(len(c) for _, c in pending.values()) >= batch_chunks:
-                await flush()
-        await flush()
+        async def flush() -> None:
+            # A batch is stored while the next one is read, chunked and embedded; each
+            # store finishes before the next starts, so batches land in order.
+            nonlocal writing, pending_chunks
+            if not pending:
+                return
+            batch = list(pending.values())
+            pending.clear()
+            pending_chunks = 0
+            writes = await self._embed_batch(batch)
+            if writing is not None:
+                await writing
+            writing = asyncio.ensure_future(store(writes))
+
+        try:
+            async for doc_id, text in _aiter(documents):
+                if not doc_id:
+                    raise ValueError("A document needs a non-empty id (its path or name).")
+                digest = self.content_hash(text)
+                existing = stored.get(doc_id)
+                if (
+                    existing is not None
+                    and not force
+                    and existing.content_hash == digest
+                    and (embedder_name is None or existing.embedder == embedder_name)
+                ):
+                    outcomes[doc_id] = AddOutcome.UNCHANGED
+                    state.skipped += 1
+                    continue
+                chunks = self.chunker.split(doc_id, text)
+                replaced = pending.pop(doc_id, None)
+                pending_chunks -= len(replaced[1]) if replaced is not None else 0
+                pending[doc_id] = (DocumentInfo(doc_id, digest, len(chunks), embedder_name), chunks)
+                pending_chunks += len(chunks)
+                outcomes[doc_id] = AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
+                if pending_chunks >= batch_chunks:
+                    await flush()
+            await flush()
+        finally:
+            if writing is not None:  # the batch under way lands (or fails) whole first
+                await writing
         return outcomes
 
-    async def _write_batch(self, documents: list[tuple[DocumentInfo, list[Chunk]]]) -> None:
-        """Embed the chunks of ``documents`` together and store them in one write."""
+    async def _embed_batch(
+        self, documents: list[tuple[DocumentInfo, list[Chunk]]]
+    ) -> list[DocumentWrite]:
+        """The chunks of ``documents`` embedded together, as writes for the backend."""
         chunks = [chunk for _, doc_chunks in documents for chunk in doc_chunks]
         vectors = await self._embed_chunks(chunks) if self.embedder is not None else None
         writes: list[DocumentWrite] = []
@@ -312,6 +335,10 @@ class KnowledgeBase:
             if own is None:
                 info = replace(info, embedder=None)
             writes.append((info, doc_chunks, own))
+        return writes
+
+    async def _store(self, writes: list[DocumentWrite]) -> None:
+        """One write of many documents: ``put_documents`` where the backend has it."""
         put_many = getattr(self.backend, "put_documents", None)
         if put_many is not None:
             await asyncio.to_thread(put_many, writes)
