@@ -10,7 +10,8 @@
 ``lint``, ``typecheck``
     ruff (check and format) and ``mypy --strict`` over every ``src/`` directory.
 ``docs``
-    Runs the documentation's code (``tests/test_docs_examples.py``).
+    Builds the documentation site (MkDocs, ``mkdocs.yml``) into ``site/`` with warnings as
+    errors, then runs the documentation's code (``tests/test_docs_examples.py``).
 ``bench``
     Runs the benchmarks under ``bench/`` (those that need a data set, ``*_eval.py``,
     only when named: ``nox -s bench -- bench/scifact_eval.py DATA_DIR``).
@@ -89,7 +90,8 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def docs(session: nox.Session) -> None:
-    """Run the code of the README and docs/ (snippets, the plugin tutorial, links)."""
+    """Build the site with warnings as errors; run the code of the README and docs/."""
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
     session.run("python", "-m", "pytest", "tests/test_docs_examples.py", *session.posargs)
 
 

@@ -313,6 +313,11 @@ print(provider.requests[2].messages[-1].tool_results[0].text)
     assert (tmp_path / "NOTES.md").read_text() == "- Lunch is at noon\n"
 
 
+#: Pages the site's build generates from the code (docs_site/hooks.py); the strict build
+#: checks links to them.
+GENERATED_PAGES = {DOCS / "reference" / name for name in ("cli.md", "configuration.md", "hooks.md")}
+
+
 # -- links --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_point_at_existing_files(page: Path) -> None:
@@ -322,4 +327,6 @@ def test_relative_links_point_at_existing_files(page: Path) -> None:
         if re.match(r"^[a-z]+:", target) or target.startswith("#"):
             continue
         path = (page.parent / target.split("#", 1)[0]).resolve()
-        assert path.exists(), f"{page.name} links to {target}, which does not exist"
+        assert path.exists() or path in GENERATED_PAGES, (
+            f"{page.name} links to {target}, which does not exist"
+        )
