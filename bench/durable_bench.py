@@ -11,7 +11,9 @@ Prints progress on stderr and one JSON line on stdout:
   and ``rounds`` tool calls: the "steps") with the same instant model and tool, on the
   PostgreSQL session store, as a plain ``Agent.run`` and as a DBOS workflow in this
   process. ``overhead_ms_per_step`` is the difference per step (goal: <= 2 ms), ``ratio``
-  the durable time over the plain time. Medians of ``repeats``.
+  the durable time over the plain time. Medians of ``repeats``. Measured twice: with
+  DBOS's checkpoints committed synchronously (the default) and with
+  ``synchronous_commit = false``.
 - ``queue``: runs per second through the DBOS queue with 1 and with 3 ``tether worker``
   processes (started and ready before the clock starts), ``runs`` runs of one tool round
   each.
@@ -46,7 +48,7 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def write_config(root: Path, url: str, *, poll: float = 0.02) -> Path:
+def write_config(root: Path, url: str, *, poll: float = 0.02, sync: bool = True) -> Path:
     path = root / "tether.toml"
     path.write_text(
         "[sessions]\n"
@@ -54,7 +56,8 @@ def write_config(root: Path, url: str, *, poll: float = 0.02) -> Path:
         f'settings = {{ dsn = "{url}" }}\n'
         "[durable]\n"
         'engine = "dbos"\n'
-        f'settings = {{ database_url = "{url}", poll_interval_s = {poll}, worker_concurrency = 32 }}\n'
+        f'settings = {{ database_url = "{url}", poll_interval_s = {poll}, worker_concurrency = 32, '
+        f"synchronous_commit = {'true' if sync else 'false'} }}\n"
     )
     return path
 
@@ -105,15 +108,17 @@ async def bench_append(url: str, root: Path) -> dict[str, Any]:
 
 
 # -- per-step overhead ------------------------------------------------------------------------
-def bench_step_overhead(url: str, root: Path, *, rounds: int, repeats: int) -> dict[str, Any]:
+def bench_step_overhead(
+    url: str, root: Path, *, rounds: int, repeats: int, sync: bool = True
+) -> dict[str, Any]:
     import durable_bench_agent
     from dbos import DBOS
 
     from tether_dbos import start_worker, stop_worker
     from tether_dbos.workflow import durable_run
 
-    config = load_config(write_config(root, url))
-    runtime = start_worker(config, executor_id="bench-inprocess")
+    config = load_config(write_config(root, url, sync=sync))
+    runtime = start_worker(config, executor_id=f"bench-inprocess-{sync}")
     agent = durable_bench_agent.make_agent(config)
     prompt = f"rounds {rounds}"
 
@@ -149,6 +154,7 @@ def bench_step_overhead(url: str, root: Path, *, rounds: int, repeats: int) -> d
     steps = 2 * rounds + 1
     plain_s, durable_s = statistics.median(plains), statistics.median(durables)
     result = {
+        "synchronous_commit": sync,
         "rounds": rounds,
         "steps": steps,
         "plain_ms_per_step": plain_s / steps * 1e3,
@@ -157,7 +163,7 @@ def bench_step_overhead(url: str, root: Path, *, rounds: int, repeats: int) -> d
         "ratio": durable_s / plain_s,
     }
     log(
-        f"step overhead: plain {result['plain_ms_per_step']:.2f} ms/step, durable "
+        f"step overhead (synchronous_commit {'on' if sync else 'off'}): plain {result['plain_ms_per_step']:.2f} ms/step, durable "
         f"{result['durable_ms_per_step']:.2f} ms/step: +{result['overhead_ms_per_step']:.2f} ms "
         f"per step, x{result['ratio']:.2f}"
     )
@@ -216,8 +222,18 @@ def main() -> None:
         root = Path(tmp)
         append = asyncio.run(bench_append(url, root))
         overhead = bench_step_overhead(url, root, rounds=rounds, repeats=repeats)
+        overhead_async = bench_step_overhead(url, root, rounds=rounds, repeats=repeats, sync=False)
     queue = {f"{n}_workers_runs_per_s": bench_queue(n, runs) for n in (1, 3)}
-    print(json.dumps({"append": append, "step_overhead": overhead, "queue": queue}))
+    print(
+        json.dumps(
+            {
+                "append": append,
+                "step_overhead": overhead,
+                "step_overhead_async_commit": overhead_async,
+                "queue": queue,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

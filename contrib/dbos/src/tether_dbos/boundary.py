@@ -3,6 +3,7 @@ step, so a restarted worker replays the loop with their recorded results."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -21,10 +22,12 @@ from tether.provider import (
     ProviderEvent,
 )
 
-__all__ = ["EVENTS", "DbosBoundary", "DurableProvider"]
+from .journal import EVENTS, Journal
 
-EVENTS = "tether.events"
-"""The DBOS stream key a run's events are published under."""
+__all__ = ["DbosBoundary", "DurableProvider"]
+
+_DELTA_BATCH_S = 0.05
+"""Deltas are published in batches at most this far apart (one database write each)."""
 
 
 class DbosBoundary:
@@ -36,35 +39,36 @@ class DbosBoundary:
     performed when a worker died before the step's result was recorded.
     """
 
-    def __init__(self, *, deltas: bool = True) -> None:
+    def __init__(self, journal: Journal, *, deltas: bool = True) -> None:
+        self.journal = journal
         self.deltas = deltas
 
     def wrap_provider(self, provider: Provider) -> Provider:
-        return DurableProvider(provider, deltas=self.deltas)
+        return DurableProvider(provider, self.journal, deltas=self.deltas)
 
     async def call_tool(self, call: ToolCallBlock, execute: ExecuteTool) -> ToolResultBlock:
-        async def step() -> ToolResultBlock:
+        async def work() -> ToolResultBlock:
             return await execute(call, f"{DBOS.workflow_id}:{DBOS.step_id}")
 
-        result: ToolResultBlock = await DBOS.run_step_async(
-            {"name": f"tether.tool.{call.name}"}, step
-        )
+        result = await self.journal.step(f"tether.tool.{call.name}", work)
+        assert result is not None
         return result
 
 
 class DurableProvider:
     """A provider whose every request is one DBOS step.
 
-    Deltas are published to the run's event stream from inside the step as they arrive
-    (preceded by a ``model_step`` marker, so a reader can tell when a step is executed a
-    second time after a crash and drop the first attempt's deltas); the runner receives
-    only the recorded :class:`~tether.provider.ModelResponse`. A failure is recorded too
+    Deltas are published to the run's event stream from inside the step, in batches at
+    most 50 ms apart (the first starts with a ``model_step`` marker, so a reader can tell
+    when a step is executed a second time after a crash and drop the first attempt's
+    deltas); the runner receives only the recorded :class:`~tether.provider.ModelResponse`. A failure is recorded too
     (tether errors pickle with their attributes), so a replay retries exactly as the
     first execution did.
     """
 
-    def __init__(self, inner: Provider, *, deltas: bool) -> None:
+    def __init__(self, inner: Provider, journal: Journal, *, deltas: bool) -> None:
         self.inner = inner
+        self.journal = journal
         self.name = inner.name
         self.deltas = deltas
 
@@ -75,20 +79,26 @@ class DurableProvider:
         yield await self.complete(request)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        response: ModelResponse = await DBOS.run_step_async(
-            {"name": "tether.model"}, self._call, request
-        )
+        response = await self.journal.step("tether.model", lambda: self._call(request))
+        assert response is not None
         return response
 
     async def _call(self, request: ModelRequest) -> ModelResponse:
+        batch: list[dict[str, Any]] = []
         if self.deltas:
-            await DBOS.write_stream_async(EVENTS, {"type": "model_step", "step": DBOS.step_id})
+            batch.append({"type": "model_step", "step": DBOS.step_id})
+        last = time.monotonic()
         response: ModelResponse | None = None
         async for event in self.inner.stream(request):
             if isinstance(event, ModelResponse):
                 response = event
             elif self.deltas:
-                await DBOS.write_stream_async(EVENTS, event_to_dict(event))
+                batch.append(event_to_dict(event))
+                if time.monotonic() - last >= _DELTA_BATCH_S:
+                    await DBOS.write_stream_async(EVENTS, batch)
+                    batch, last = [], time.monotonic()
+        if batch:
+            await DBOS.write_stream_async(EVENTS, batch)
         if response is None:
             raise ProviderError(
                 f"The {self.name} provider ended its stream without a response.",

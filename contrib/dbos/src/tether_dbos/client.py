@@ -14,7 +14,7 @@ from tether.resolve import parse_model_string
 from tether.result import RunResult
 from tether.sessions.store import validate_session_name
 
-from .boundary import EVENTS
+from .journal import EVENTS
 from .settings import DbosSettings
 from .spec import RunSpec
 from .workflow import END, REPLY, WORKFLOW
@@ -137,22 +137,30 @@ class RunHandle:
         """
         from dbos._error import DBOSStreamTimeoutError
 
-        seen: set[int] = set()
+        steps: set[int] = set()
+        last_seq = 0
         stream = self.runs._client.read_stream_async(
             self.run_id, EVENTS, polling_interval_sec=0.05, timeout_seconds=idle_timeout_s
         )
         try:
-            async for value in stream:
-                if isinstance(value, dict) and value.get("type") == "model_step":
-                    step = int(value.get("step") or 0)
-                    if step in seen:
-                        yield {
-                            "type": "retry",
-                            "reason": "the worker running this model call stopped; it was run again",
-                        }
-                    seen.add(step)
-                    continue
-                yield value
+            async for batch in stream:
+                for value in batch if isinstance(batch, list) else [batch]:
+                    kind = value.get("type")
+                    if kind == "model_step":
+                        step = int(value.get("step") or 0)
+                        if step in steps:
+                            yield {
+                                "type": "retry",
+                                "reason": "the worker running this model call stopped; it was run again",
+                            }
+                        steps.add(step)
+                        continue
+                    seq = value.pop("seq", None)
+                    if seq is not None:
+                        if seq <= last_seq:
+                            continue  # published again by a re-executed step
+                        last_seq = seq
+                    yield value
         except DBOSStreamTimeoutError as exc:
             raise TimeoutError(
                 f"No event from run {self.run_id} within {idle_timeout_s} s."

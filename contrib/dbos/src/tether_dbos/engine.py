@@ -22,15 +22,25 @@ def default_executor_id() -> str:
 
 
 def dbos_config(config: Config, settings: DbosSettings, *, executor_id: str) -> DBOSConfig:
-    return {
+    url = settings.system_database_url(config)
+    result: DBOSConfig = {
         "name": "tether",
-        "system_database_url": settings.system_database_url(config),
+        "system_database_url": url,
         "dbos_system_schema": settings.schema_name,
         "executor_id": executor_id,
         "log_level": settings.log_level,
         "notification_listener_polling_interval_sec": min(settings.poll_interval_s, 1.0),
         "application_version": "tether-1",
     }
+    if not settings.synchronous_commit and url.startswith("postgres"):
+        result["db_engine_kwargs"] = {
+            "connect_args": {"options": "-c synchronous_commit=off"},
+            "pool_size": 20,
+            "max_overflow": 0,
+            "pool_timeout": 30,
+            "pool_pre_ping": True,
+        }
+    return result
 
 
 def start_worker(

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 
 from dbos import DBOS
 
-from tether.errors import ConfigError, SessionConflictError
+from tether.errors import ConfigError
 from tether.messages import Message
 from tether.sessions import SessionBackend, close_session
 from tether.sessions.repair import RepairReport
 from tether.sessions.versioned import SessionIO, VersionedStore
 
-__all__ = ["DurableSession", "open_durable_session"]
+from .journal import Journal
+
+__all__ = ["DurableSession", "open_durable_session", "session_io"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +44,16 @@ def _io(store: SessionBackend) -> SessionIO:
     return store.io
 
 
-async def open_durable_session(store: SessionBackend, name: str) -> DurableSession:
+def session_io(store: SessionBackend) -> SessionIO:
+    """The raw operations of ``store``, which must be a versioned one."""
+    return _io(store)
+
+
+async def open_durable_session(
+    store: SessionBackend, name: str, journal: Journal
+) -> DurableSession:
     """Load (and repair) session ``name`` once per run; replays get the recorded copy."""
-    io = _io(store)
+    _io(store)
 
     async def load() -> _Loaded:
         session = await store.open(name)
@@ -60,22 +69,24 @@ async def open_durable_session(store: SessionBackend, name: str) -> DurableSessi
 
     loaded = await DBOS.run_step_async({"name": "tether.session.open"}, load)
     messages = [Message.from_json(line) for line in loaded.lines]
-    return DurableSession(io, name, loaded.id, loaded.version, messages, loaded.report)
+    return DurableSession(journal, name, loaded.id, loaded.version, messages, loaded.report)
 
 
 class DurableSession:
-    """An :class:`~tether.sessions.AsyncSession` whose writes are DBOS steps."""
+    """An :class:`~tether.sessions.AsyncSession` for a durable run: its history is the
+    one the opening step recorded plus the run's own messages; writes go to the run's
+    :class:`~tether_dbos.journal.Journal` and reach the store in the next step."""
 
     def __init__(
         self,
-        io: SessionIO,
+        journal: Journal,
         name: str,
         session_id: str,
         version: int,
         messages: list[Message],
         report: RepairReport,
     ) -> None:
-        self._io = io
+        self._journal = journal
         self.name = name
         self.id = session_id
         self._version = version
@@ -91,55 +102,15 @@ class DurableSession:
         return self._version
 
     async def append(self, message: Message) -> None:
-        line = message.to_json()
-        expected, position = self._version, len(self._messages)
-
-        async def write() -> int:
-            try:
-                return await self._io.append(self.name, expected, position, line)
-            except SessionConflictError:
-                if await self._written(expected, [*self._stored_prefix(position), line]):
-                    return expected + 1
-                raise
-
-        self._version = await DBOS.run_step_async({"name": "tether.session.append"}, write)
+        self._journal.append(self._version, len(self._messages), message)
+        self._version += 1
         self._messages.append(message)
 
     async def replace(self, messages: Sequence[Message]) -> None:
         new = list(messages)
-        lines = [m.to_json() for m in new]
-        expected = self._version
-
-        async def write() -> int:
-            try:
-                return await self._io.replace(self.name, expected, lines)
-            except SessionConflictError:
-                if await self._written(expected, lines):
-                    return expected + 1
-                raise
-
-        self._version = await DBOS.run_step_async({"name": "tether.session.replace"}, write)
+        self._journal.replace(self._version, new)
+        self._version += 1
         self._messages = new
 
     async def aclose(self) -> None:
         return None
-
-    def _stored_prefix(self, position: int) -> list[str]:
-        return [m.to_json() for m in self._messages[:position]]
-
-    async def _written(self, expected: int, lines: list[str]) -> bool:
-        """Whether the store already holds exactly this write at ``expected + 1``: the
-        step ran before, and its worker died after the commit."""
-        record = await self._io.load(self.name)
-        if record is None or record.version != expected + 1 or len(record.lines) != len(lines):
-            return False
-        return all(_same(a, b) for a, b in zip(record.lines, lines, strict=True))
-
-
-def _same(stored: str, ours: str) -> bool:
-    """Same message, ignoring its id and timestamp (a re-executed step builds the tool
-    message anew)."""
-    if stored == ours:
-        return True
-    a, b = Message.from_json(stored), Message.from_json(ours)
-    return a.role == b.role and a.content == b.content

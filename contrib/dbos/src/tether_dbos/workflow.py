@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from dbos import DBOS
 
 from tether.events import Done, TextDelta, ThinkingDelta, event_to_dict
@@ -9,8 +11,9 @@ from tether.messages import Message
 from tether.result import RunResult
 
 from . import runtime
-from .boundary import EVENTS, DbosBoundary
-from .session import open_durable_session
+from .boundary import DbosBoundary
+from .journal import EVENTS, Journal
+from .session import open_durable_session, session_io
 from .spec import RunSpec
 
 __all__ = ["WORKFLOW", "durable_run"]
@@ -28,14 +31,16 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     The loop is tether's own (:meth:`tether.Agent.stream`) behind a
     :class:`~tether_dbos.boundary.DbosBoundary`: model requests, tool calls and session
     writes are steps; everything between them is replayed deterministically from their
-    recorded results after a crash. Events other than deltas are written to the stream
-    from the workflow (checkpointed, so a replay does not publish them twice).
+    recorded results after a crash. Session writes and events wait in the run's
+    :class:`~tether_dbos.journal.Journal` for the next step, which writes them first.
     """
     spec = RunSpec.model_validate(spec_data)
     worker = runtime.current()
     agent = worker.agent(spec)
-    session = await open_durable_session(worker.store(), spec.session)
-    boundary = DbosBoundary(deltas=worker.settings.deltas)
+    store = worker.store()
+    journal = Journal(session_io(store), spec.session)
+    session = await open_durable_session(store, spec.session, journal)
+    boundary = DbosBoundary(journal, deltas=worker.settings.deltas)
     prompt = Message.from_json(spec.prompt)
     result: RunResult | None = None
     try:
@@ -43,15 +48,21 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
             async for event in agent.stream(prompt, session=session, boundary=boundary):
                 if type(event) is TextDelta or type(event) is ThinkingDelta:
                     continue
-                await DBOS.write_stream_async(EVENTS, event_to_dict(event))
+                journal.event(event_to_dict(event))
                 if type(event) is Done:
                     result = event.result
+            await journal.step("tether.flush")
             if spec.wait_for_reply_s is None:
                 break
             reply = await DBOS.recv_async(REPLY, timeout_seconds=spec.wait_for_reply_s)
             if reply is None or reply == END:
                 break
             prompt = Message.from_json(str(reply))
+    except BaseException:
+        # Publish what happened before the failure (the session may refuse more writes).
+        with contextlib.suppress(Exception):
+            await journal.step("tether.flush_events", write_session=False)
+        raise
     finally:
         await DBOS.close_stream_async(EVENTS)
     assert result is not None
