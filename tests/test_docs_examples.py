@@ -95,6 +95,7 @@ RUNNABLE_PAGES = [
     DOCS / "escalation.md",
     DOCS / "answer-limits.md",
     DOCS / "knowledge-base.md",
+    DOCS / "strategies.md",
     TUTORIAL,
 ]
 """Pages whose examples promise to run as written (other pages may show fragments)."""
@@ -156,6 +157,7 @@ def _config_models() -> list[tuple[str, type]]:
         PermissionsConfig,
         ProviderConfig,
         SessionsConfig,
+        StrategyConfig,
     )
 
     return [
@@ -167,6 +169,7 @@ def _config_models() -> list[tuple[str, type]]:
         ("durable.", DurableConfig),
         ("permissions.", PermissionsConfig),
         ("output.", OutputConfig),
+        ("strategy.", StrategyConfig),
         ("providers.<name>.", ProviderConfig),
     ]
 

@@ -36,6 +36,7 @@ from .sessions import (
     replace_messages,
 )
 from .skills import Skill, SkillSet, discover_skills, parse_skill, skill_dirs
+from .strategies import Strategy
 from .subagents import DEFAULT_SUBAGENT_DEPTH, agent_tool
 from .tools import Tool, Toolset, as_tool
 
@@ -82,6 +83,9 @@ class Agent:
         without it such a run suspends until :meth:`resume`.
     :param skills: skills offered besides those discovered (``.tether/skills``, the user
         config dir, plugins); ``False`` offers none.
+    :param strategy: how runs work through a task: ``"react"`` (the plain loop),
+        ``"plan-and-execute"``, ``"reflexion"``, a plugin's name, or a
+        :class:`~tether.strategies.Strategy` object; defaults to ``[strategy] name``.
     :param stop_sequences: strings that end the model's answer.
     :param max_tokens_continuations: how often an answer cut off at the output limit is
         continued (with the limit raised to ``continuation_max_output_tokens``).
@@ -117,6 +121,7 @@ class Agent:
         stop_sequences: Sequence[str] | None = None,
         max_tokens_continuations: int | None = None,
         continuation_max_output_tokens: int | None = None,
+        strategy: str | Strategy | None = None,
     ) -> None:
         install_log_scrubbing()
         self.config = config if config is not None else load_config()
@@ -141,6 +146,7 @@ class Agent:
         self.output = _output_spec(config, output_type, output_retries)
         self.policy, self.approval = _policy(config, permissions), approval
         self.grants, self._skill_specs = SessionGrants(), skills
+        self._strategy_spec: str | Strategy | None = strategy
         self.stop_sequences, self.max_tokens_continuations, self.continuation_max_output_tokens = (
             _answer_limits(
                 config, stop_sequences, max_tokens_continuations, continuation_max_output_tokens
@@ -175,7 +181,14 @@ class Agent:
         run's model requests and tool calls (see :mod:`tether.boundary`; tether-dbos uses
         it to make runs durable).
         """
-        loop = self._loop(_as_message(prompt), session, cancel, deps, boundary=boundary)
+        strategy = self._strategy()
+        loop = (
+            self._loop(_as_message(prompt), session, cancel, deps, boundary=boundary)
+            if strategy is None
+            else strategy.stream(
+                self, _as_message(prompt).text, session=session, cancel=cancel, deps=deps
+            )
+        )
         async with contextlib.aclosing(loop) as events:
             async for event in events:
                 yield event
@@ -451,6 +464,20 @@ class Agent:
             resolve_tools=self._tools_named,
         )
         return self._settings
+
+    def _strategy(self) -> Strategy | None:
+        """The strategy runs follow (``None``: the plain loop, ``react``)."""
+        spec = self._strategy_spec
+        if spec is not None and not isinstance(spec, str):
+            return spec
+        name = spec or self.config.strategy.name
+        if name == "react":
+            return None
+        factory = self.plugins.strategies.get(name, advice="Install the plugin that provides it.")
+        settings = self.config.strategy.settings if spec is None else {}
+        strategy: Strategy = factory(**settings)
+        self._strategy_spec = strategy
+        return strategy
 
     def _agent_tools(self) -> tuple[dict[str, Tool], dict[str, dict[str, Any]], dict[str, str]]:
         """The agent's own tools (with ``load_skill`` when it has skills), their settings

@@ -21,6 +21,7 @@ from .registry import (
     ObserverRegistrar,
     ProviderRegistrar,
     SessionStoreRegistrar,
+    StrategyRegistrar,
     ToolRegistrar,
 )
 
@@ -96,3 +97,12 @@ def register_observers(observers: ObserverRegistrar) -> None:
     from .runlog import recorder_for
 
     observers.add("runlog", recorder_for, configure=True)
+
+
+@hookimpl
+def register_strategies(strategies: StrategyRegistrar) -> None:
+    from .strategies import PlanAndExecute, ReAct, Reflexion
+
+    strategies.add("react", ReAct)
+    strategies.add("plan-and-execute", PlanAndExecute)
+    strategies.add("reflexion", Reflexion)

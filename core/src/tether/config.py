@@ -86,6 +86,7 @@ __all__ = [
     "PermissionsConfig",
     "ProviderConfig",
     "SessionsConfig",
+    "StrategyConfig",
     "config_path",
     "data_dir",
     "load_config",
@@ -245,6 +246,13 @@ class OutputConfig(_Strict):
     )
 
 
+class StrategyConfig(_Strict):
+    """How agents work through a task (see :mod:`tether.strategies`)."""
+
+    name: str = Field("react", description="react, plan-and-execute, reflexion, or a plugin's.")
+    settings: dict[str, Any] = Field(default_factory=dict, description="Keyword settings for it.")
+
+
 class Config(_Strict):
     """The whole configuration. Construct directly in code, or :func:`load_config`."""
 
@@ -269,6 +277,7 @@ class Config(_Strict):
     durable: DurableConfig = Field(default_factory=DurableConfig)
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    strategy: StrategyConfig = Field(default_factory=StrategyConfig)
     data_dir: Path | None = None
     sections: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

@@ -36,11 +36,15 @@ __all__ = [
     "Done",
     "Nested",
     "PartialOutput",
+    "PlanUpdate",
+    "Reflection",
     "Retry",
     "RunAborted",
     "RunEvent",
     "RunStart",
     "SessionRepaired",
+    "StepEnd",
+    "StepStart",
     "TextDelta",
     "ThinkingDelta",
     "ToolEnd",
@@ -248,6 +252,42 @@ class Nested:
 
 
 @dataclass(slots=True)
+class PlanUpdate:
+    """A strategy made (or, after a failed step, remade) its plan: ``steps`` from the
+    current step on; ``reason`` says why it was remade (``None`` for the first plan)."""
+
+    steps: list[str]
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class StepStart:
+    """A plan's step ``index`` (0-based, counting done steps) starts."""
+
+    index: int
+    step: str
+
+
+@dataclass(slots=True)
+class StepEnd:
+    """A plan's step ended; ``ok`` is false when it failed, ``summary`` says how."""
+
+    index: int
+    step: str
+    ok: bool
+    summary: str
+
+
+@dataclass(slots=True)
+class Reflection:
+    """An attempt was judged failed; ``text`` is the reflection given to the next one."""
+
+    attempt: int
+    feedback: str
+    text: str
+
+
+@dataclass(slots=True)
 class Done:
     """The run ended; ``result`` says how."""
 
@@ -269,6 +309,10 @@ RunEvent: TypeAlias = (
     | RunAborted
     | PartialOutput
     | Nested
+    | PlanUpdate
+    | StepStart
+    | StepEnd
+    | Reflection
     | Done
 )
 
@@ -429,6 +473,21 @@ _SERIALISERS: dict[type[Any], Callable[[Any], dict[str, Any]]] = {
     RunAborted: lambda e: {"type": "run_aborted", "duration": e.duration, **_error_fields(e.error)},
     SessionRepaired: _session_repaired,
     PartialOutput: lambda e: {"type": "partial_output", "value": _jsonable(e.value)},
+    PlanUpdate: lambda e: {"type": "plan_update", "steps": list(e.steps), "reason": e.reason},
+    StepStart: lambda e: {"type": "step_start", "index": e.index, "step": e.step},
+    StepEnd: lambda e: {
+        "type": "step_end",
+        "index": e.index,
+        "step": e.step,
+        "ok": e.ok,
+        "summary": e.summary,
+    },
+    Reflection: lambda e: {
+        "type": "reflection",
+        "attempt": e.attempt,
+        "feedback": e.feedback,
+        "text": e.text,
+    },
     Nested: _nested,
     Done: _done,
 }
