@@ -140,18 +140,11 @@ class Agent:
         self.temperature = _either(temperature, config.temperature)
         self.thinking, self.deps = thinking, deps
         self.cwd = Path(cwd) if cwd is not None else Path.cwd()
-        self.env = dict(env) if env is not None else {}
-        for value in secret_environment(self.env.items()).values():
-            register_secret(value)  # tools pass these to subprocesses: keep them out of output
+        self.env = _environment(env)
         self.output = _output_spec(config, output_type, output_retries)
         self.policy, self.approval = _policy(config, permissions), approval
-        self.grants, self._skill_specs = SessionGrants(), skills
-        self._strategy_spec: str | Strategy | None = strategy
-        self.stop_sequences, self.max_tokens_continuations, self.continuation_max_output_tokens = (
-            _answer_limits(
-                config, stop_sequences, max_tokens_continuations, continuation_max_output_tokens
-            )
-        )
+        self.grants, self._skill_specs, self._strategy_spec = SessionGrants(), skills, strategy
+        self._answers = (stop_sequences, max_tokens_continuations, continuation_max_output_tokens)
         self._init_state()
 
     def _init_state(self) -> None:
@@ -454,9 +447,7 @@ class Agent:
                 else None
             ),
             output=self.output,
-            stop_sequences=self.stop_sequences,
-            max_tokens_continuations=self.max_tokens_continuations,
-            continuation_max_output_tokens=self.continuation_max_output_tokens,
+            **_answer_limits(self.config, *self._answers),
             policy=self.policy,
             approval=self.approval,
             grants=self.grants,
@@ -659,20 +650,31 @@ def _output_spec(config: Config, output_type: Any, retries: int | None) -> Outpu
     return OutputSpec(output_type, retries=_either(retries, config.output.retries))
 
 
+def _environment(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The variables tools pass to subprocesses, registered as secrets where they look
+    like ones (so they stay out of output)."""
+    values = dict(env) if env is not None else {}
+    for value in secret_environment(values.items()).values():
+        register_secret(value)
+    return values
+
+
 def _answer_limits(
     config: Config,
     stop_sequences: Sequence[str] | None,
     continuations: int | None,
     continuation_tokens: int | None,
-) -> tuple[tuple[str, ...], int, int | None]:
-    """Stop sequences, max-tokens continuations and their output limit: the Agent's
-    arguments, else the configured ``[output]``."""
+) -> dict[str, Any]:
+    """Run settings for stop sequences, max-tokens continuations and their output limit:
+    the Agent's arguments, else the configured ``[output]``."""
     out = config.output
-    return (
-        tuple(_either(stop_sequences, out.stop_sequences)),
-        _either(continuations, out.max_tokens_continuations),
-        _either(continuation_tokens, out.continuation_max_output_tokens),
-    )
+    return {
+        "stop_sequences": tuple(_either(stop_sequences, out.stop_sequences)),
+        "max_tokens_continuations": _either(continuations, out.max_tokens_continuations),
+        "continuation_max_output_tokens": _either(
+            continuation_tokens, out.continuation_max_output_tokens
+        ),
+    }
 
 
 T = TypeVar("T")

@@ -296,6 +296,19 @@ def exit_status(result: RunResult | None, renderer: Renderer) -> int:
     return 1
 
 
+def _renderer_and_output(json_mode: bool, schema_path: Path | None) -> tuple[Renderer, Any]:
+    """The renderer for the options, and the structured output ``--schema`` asks for (its
+    validated JSON is printed instead of the streamed answer, unless ``--json``)."""
+    from .compose import AnswerAsJson, schema_output
+    from .render import make_renderer
+
+    renderer: Renderer = make_renderer(json_mode=json_mode)
+    output = schema_output(schema_path) if schema_path is not None else None
+    if output is not None and not json_mode:
+        renderer = AnswerAsJson(renderer)
+    return renderer, output
+
+
 def report_error(state: CliState, renderer: Renderer, exc: TetherError) -> None:
     """Show an expected error (with its traceback under ``--debug``)."""
     if state.debug:
@@ -384,14 +397,9 @@ def run(
     Exit status: 0 done; 1 error, limit, refusal or cut-off answer; 130 cancelled (Ctrl-C).
     """
     from ..errors import TetherError
-    from .compose import AnswerAsJson, schema_output
-    from .render import make_renderer
 
     text = attach_images(read_prompt(prompt), images)
-    renderer = make_renderer(json_mode=json_mode)
-    output = schema_output(schema_path) if schema_path is not None else None
-    if output is not None and not json_mode:
-        renderer = AnswerAsJson(renderer)
+    renderer, output = _renderer_and_output(json_mode, schema_path)
     try:
         agent = build_agent(
             state,
