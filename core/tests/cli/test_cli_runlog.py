@@ -50,9 +50,9 @@ def test_the_summary_line_breaks_the_cost_down() -> None:
 def test_runs_lists_recent_runs_newest_first(cli_environment: Path) -> None:
     first = run_json("--tools", "add", "add 2 3")
     second = run_json("hello there")
-    assert (cli_environment / "data" / "runs.sqlite").is_file()
     listing = invoke("runs")
     assert listing.exit_code == 0, listing.stderr
+    assert (cli_environment / "data" / "runs.sqlite").is_file()
     lines = listing.stdout.splitlines()
     assert lines[0].startswith(str(second["run_id"])[:12]) and "hello there" in lines[0]
     assert lines[1].startswith(str(first["run_id"])[:12]) and "add 2 3" in lines[1]

@@ -13,6 +13,7 @@ import json
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ from ..errors import ConfigError, TetherError
 __all__ = ["RunLog", "RunNotFound", "RunRow", "open_run_log"]
 
 SCHEMA_VERSION = 1
+
+LINGER_S = 0.05
+"""How long the writer waits after the first queued row, to write the rows of many short
+runs in one transaction (and wake up once for them)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -186,6 +191,7 @@ class RunLog:
         connection: sqlite3.Connection | None = None
         while True:
             rows: list[tuple[RunRow, Callable[[RunRow], None] | None]] = [self._queue.get()]
+            time.sleep(LINGER_S)  # let a burst of short runs gather: one wake-up, one commit
             while True:  # write everything queued so far in one transaction
                 try:
                     rows.append(self._queue.get_nowait())
