@@ -67,7 +67,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("assembly", ("tether.agent", "tether.builtins", "tether.demo", "tether.plugins")),
-    ("interfaces", ("tether.cli", "tether.testing")),
+    ("interfaces", ("tether.cli", "tether.testing", "tether.scaffold")),
 ]
 """From the bottom up. A module may import its own layer and the layers below it. A name
 covers the module and, for a package, everything inside it (``tether`` itself covers

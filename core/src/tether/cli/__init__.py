@@ -45,6 +45,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("tether.cli.run", "run"),
     "chat": ("tether.cli.chat", "chat"),
     "plugins": ("tether.cli.plugins", "plugins"),
+    "plugin": ("tether.cli.plugin", "plugin"),
     "models": ("tether.cli.models", "models"),
     "kb": ("tether.cli.kb", "kb"),
     "memory": ("tether.cli.memory", "memory"),
