@@ -262,64 +262,14 @@ class KnowledgeBase:
         stored = {
             info.doc_id: info for info in await asyncio.to_thread(self.backend.list_documents)
         }
-        embedder_name = self.embedder.name if self.embedder is not None else None
-        outcomes: dict[str, AddOutcome] = {}
-        pending: dict[str, tuple[DocumentInfo, list[Chunk]]] = {}
-        state = AddProgress(documents=0, chunks=0, skipped=0, started=time.monotonic())
-
-        writing: asyncio.Future[None] | None = None
-
-        pending_chunks = 0
-
-        async def store(writes: list[DocumentWrite]) -> None:
-            await self._store(writes)
-            state.documents += len(writes)
-            state.chunks += sum(len(chunks) for _, chunks, _ in writes)
-            if progress is not None:
-                progress(state)
-
-        async def flush() -> None:
-            # A batch is stored while the next one is read, chunked and embedded; each
-            # store finishes before the next starts, so batches land in order.
-            nonlocal writing, pending_chunks
-            if not pending:
-                return
-            batch = list(pending.values())
-            pending.clear()
-            pending_chunks = 0
-            writes = await self._embed_batch(batch)
-            if writing is not None:
-                await writing
-            writing = asyncio.ensure_future(store(writes))
-
+        bulk = _BulkAdd(self, stored, force=force, batch_chunks=batch_chunks, progress=progress)
         try:
             async for doc_id, text in _aiter(documents):
-                if not doc_id:
-                    raise ValueError("A document needs a non-empty id (its path or name).")
-                digest = self.content_hash(text)
-                existing = stored.get(doc_id)
-                if (
-                    existing is not None
-                    and not force
-                    and existing.content_hash == digest
-                    and (embedder_name is None or existing.embedder == embedder_name)
-                ):
-                    outcomes[doc_id] = AddOutcome.UNCHANGED
-                    state.skipped += 1
-                    continue
-                chunks = self.chunker.split(doc_id, text)
-                replaced = pending.pop(doc_id, None)
-                pending_chunks -= len(replaced[1]) if replaced is not None else 0
-                pending[doc_id] = (DocumentInfo(doc_id, digest, len(chunks), embedder_name), chunks)
-                pending_chunks += len(chunks)
-                outcomes[doc_id] = AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
-                if pending_chunks >= batch_chunks:
-                    await flush()
-            await flush()
+                await bulk.offer(doc_id, text)
+            await bulk.flush()
         finally:
-            if writing is not None:  # the batch under way lands (or fails) whole first
-                await writing
-        return outcomes
+            await bulk.finish()
+        return bulk.outcomes
 
     async def _embed_batch(
         self, documents: list[tuple[DocumentInfo, list[Chunk]]]
@@ -473,6 +423,81 @@ def _unit(vector: Sequence[float]) -> list[float]:
         raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
     unit: list[float] = (array / norm).tolist() if norm > 0 else array.tolist()
     return unit
+
+
+class _BulkAdd:
+    """The state of one :meth:`KnowledgeBase.add_many`: documents waiting for the next
+    batch, and the batch being stored while the next one is read, chunked and embedded
+    (each store finishes before the next starts, so batches land in order)."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        stored: dict[str, DocumentInfo],
+        *,
+        force: bool,
+        batch_chunks: int,
+        progress: Callable[[AddProgress], None] | None,
+    ) -> None:
+        self.kb = kb
+        self.stored = stored
+        self.force = force
+        self.batch_chunks = batch_chunks
+        self.progress = progress
+        self.embedder_name = kb.embedder.name if kb.embedder is not None else None
+        self.outcomes: dict[str, AddOutcome] = {}
+        self.state = AddProgress(documents=0, chunks=0, skipped=0, started=time.monotonic())
+        self.pending: dict[str, tuple[DocumentInfo, list[Chunk]]] = {}
+        self.pending_chunks = 0
+        self.writing: asyncio.Future[None] | None = None
+
+    async def offer(self, doc_id: str, text: str) -> None:
+        """Queue one document (or skip it, unchanged); store a batch when one is full."""
+        if not doc_id:
+            raise ValueError("A document needs a non-empty id (its path or name).")
+        digest = self.kb.content_hash(text)
+        existing = self.stored.get(doc_id)
+        if (
+            existing is not None
+            and not self.force
+            and existing.content_hash == digest
+            and (self.embedder_name is None or existing.embedder == self.embedder_name)
+        ):
+            self.outcomes[doc_id] = AddOutcome.UNCHANGED
+            self.state.skipped += 1
+            return
+        chunks = self.kb.chunker.split(doc_id, text)
+        replaced = self.pending.pop(doc_id, None)
+        self.pending_chunks -= len(replaced[1]) if replaced is not None else 0
+        info = DocumentInfo(doc_id, digest, len(chunks), self.embedder_name)
+        self.pending[doc_id] = (info, chunks)
+        self.pending_chunks += len(chunks)
+        self.outcomes[doc_id] = AddOutcome.ADDED if existing is None else AddOutcome.UPDATED
+        if self.pending_chunks >= self.batch_chunks:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Embed the queued documents, then store them once the previous batch is in."""
+        if not self.pending:
+            return
+        batch = list(self.pending.values())
+        self.pending.clear()
+        self.pending_chunks = 0
+        writes = await self.kb._embed_batch(batch)
+        await self.finish()
+        self.writing = asyncio.ensure_future(self._store(writes))
+
+    async def finish(self) -> None:
+        """Wait for the batch under way: it lands (or fails) whole."""
+        if self.writing is not None:
+            await self.writing
+
+    async def _store(self, writes: list[DocumentWrite]) -> None:
+        await self.kb._store(writes)
+        self.state.documents += len(writes)
+        self.state.chunks += sum(len(chunks) for _, chunks, _ in writes)
+        if self.progress is not None:
+            self.progress(self.state)
 
 
 def _units(vectors: Sequence[Sequence[float]]) -> Any:
