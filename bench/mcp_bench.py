@@ -9,10 +9,11 @@ streamable HTTP), µs per call of ``add(a, b)`` on the same MCP server:
   the result turned into blocks and capped);
 - ``ratio``: tether_us / bare_us (goal: <= 1.1).
 
-Both clients are connected for the whole run and measured in alternating blocks of
-calls, so load on the machine affects both alike; the figures are medians over rounds.
-The server is this file run with ``--server stdio`` or ``--server http`` (each stdio
-client starts its own process of it; the HTTP clients share one).
+Both paths use the same connection (the bare calls go to the very SDK ``Client`` that
+tether-mcp drives, so the same server process answers both) and are measured in
+alternating blocks of calls, so load on the machine affects both alike; the figures are
+medians over rounds, with the client process's CPU time beside wall time. The server is
+this file run with ``--server stdio`` or ``--server http``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ def serve(transport: str) -> None:
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
-async def measure(table: dict[str, Any], sdk_target: Any, calls_per_block: int) -> dict[str, Any]:
-    from mcp import Client
+async def measure(table: dict[str, Any], calls_per_block: int) -> dict[str, Any]:
 
     from tether.cancel import CancelToken
     from tether.messages import ToolCallBlock
@@ -88,27 +88,28 @@ async def measure(table: dict[str, Any], sdk_target: Any, calls_per_block: int) 
             result = await executor.execute(call)
             assert not result.is_error, result
 
-    async with Client(sdk_target) as client:
+    client = toolset.connection.sdk_client
+    assert client is not None
 
-        async def bare() -> None:
-            for i in range(calls_per_block):
-                result = await client.call_tool("add", {"a": i, "b": 1})
-                assert not result.is_error
+    async def bare() -> None:
+        for i in range(calls_per_block):
+            result = await client.call_tool("add", {"a": i, "b": 1})
+            assert not result.is_error
 
-        async def timed(fn: Any) -> tuple[float, float]:
-            wall, cpu = time.perf_counter(), time.process_time()
-            await fn()
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            return wall / calls_per_block * 1e6, cpu / calls_per_block * 1e6
+    async def timed(fn: Any) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        await fn()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        return wall / calls_per_block * 1e6, cpu / calls_per_block * 1e6
 
-        await bare()  # warm-up
-        await through_tether()
-        bare_us: list[tuple[float, float]] = []
-        tether_us: list[tuple[float, float]] = []
-        for round_ in range(ROUNDS):
-            pair = (bare, through_tether) if round_ % 2 == 0 else (through_tether, bare)
-            for fn in pair:
-                (bare_us if fn is bare else tether_us).append(await timed(fn))
+    await bare()  # warm-up
+    await through_tether()
+    bare_us: list[tuple[float, float]] = []
+    tether_us: list[tuple[float, float]] = []
+    for round_ in range(ROUNDS):
+        pair = (bare, through_tether) if round_ % 2 == 0 else (through_tether, bare)
+        for fn in pair:
+            (bare_us if fn is bare else tether_us).append(await timed(fn))
     await toolset.aclose()
     b, t = statistics.median(w for w, _ in bare_us), statistics.median(w for w, _ in tether_us)
     bc = statistics.median(c for _, c in bare_us)
@@ -136,22 +137,14 @@ def start_http_server() -> tuple[subprocess.Popen[str], str]:
 
 
 async def main() -> dict[str, Any]:
-    from mcp import StdioServerParameters
-
     here = HERE
     stdio = {"command": sys.executable, "args": [here, "--server", "stdio"]}
     print("stdio ...", file=sys.stderr)
-    results = {
-        "stdio": await measure(
-            stdio,
-            StdioServerParameters(command=sys.executable, args=stdio["args"]),
-            CALLS["stdio"],
-        )
-    }
+    results = {"stdio": await measure(stdio, CALLS["stdio"])}
     process, url = await asyncio.to_thread(start_http_server)
     try:
         print("http ...", file=sys.stderr)
-        results["http"] = await measure({"url": url}, url, CALLS["http"])
+        results["http"] = await measure({"url": url}, CALLS["http"])
     finally:
         process.terminate()
         process.wait(timeout=10)

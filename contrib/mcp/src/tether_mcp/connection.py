@@ -80,6 +80,12 @@ class ServerConnection:
         return self._client is not None and self._loop is _running_loop()
 
     @property
+    def sdk_client(self) -> Any:
+        """The SDK's ``mcp.Client`` while connected (``None`` otherwise), for callers that
+        need what tether does not wrap. Calls made on it bypass tether's error handling."""
+        return self._client if self.connected else None
+
+    @property
     def backing_off(self) -> bool:
         """A failed start or a crash is recent: starting now would wait for the backoff."""
         return self._retry_at > time.monotonic()
