@@ -96,6 +96,7 @@ RUNNABLE_PAGES = [
     DOCS / "answer-limits.md",
     DOCS / "knowledge-base.md",
     DOCS / "strategies.md",
+    DOCS / "memory.md",
     TUTORIAL,
 ]
 """Pages whose examples promise to run as written (other pages may show fragments)."""
@@ -134,6 +135,27 @@ def test_python_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mon
             asyncio.run(eval(compiled, namespace))
         else:
             exec(compiled, namespace)
+
+
+_NOT_RUNNABLE = re.compile(r"^\s*<!-- not runnable: (?P<reason>\S.*\S) -->\s*$")
+_SHELL_LANGUAGES = {"console", "bash", "sh", "shell", "pycon"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_example_runs_or_says_why_not(page: Path) -> None:
+    """A Python or console block either runs in these tests (an untitled Python block of a
+    runnable page, or a file of the tutorial) or is marked, on the line before its fence,
+    with ``<!-- not runnable: REASON -->``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    unmarked = []
+    for block in code_blocks(page):
+        if block.language != "python" and block.language not in _SHELL_LANGUAGES:
+            continue
+        runs = block.language == "python" and (page in RUNNABLE_PAGES or block.title is not None)
+        marked = block.line >= 2 and _NOT_RUNNABLE.match(lines[block.line - 2]) is not None
+        if not runs and not marked:
+            unmarked.append(f"line {block.line} ({block.language})")
+    assert not unmarked, f"{page.name}: examples neither run nor marked not runnable: {unmarked}"
 
 
 OTHER_PAGES = [p for p in PAGES if p not in RUNNABLE_PAGES and _snippets(p)]
