@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.run_features",
             "tether.runlog",
             "tether.scope",
+            "tether.strategies",
             "tether.subagents",
             "tether.sessions",
         ),
