@@ -109,3 +109,10 @@ async def append_line(ctx: tether.ToolContext, text: str, slow: bool = False) ->
 
 def make_agent(config: Config) -> tether.Agent:
     return tether.Agent(RuleModel(), tools=[append_line], config=config)
+
+
+def make_cautious_agent(config: Config) -> tether.Agent:
+    """The same agent, but every ``append_line`` call needs a person's approval."""
+    return tether.Agent(
+        RuleModel(), tools=[append_line], config=config, permissions={"append_line": "ask"}
+    )

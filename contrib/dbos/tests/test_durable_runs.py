@@ -174,3 +174,32 @@ def test_tether_submit_streams_the_run_and_prints_its_outcome(shared_deployment:
     lines = as_json.stdout.splitlines()
     assert lines[0].startswith("run-")
     assert json.loads(lines[-1])["type"] == "done"
+
+
+def test_a_run_suspended_for_approval_waits_across_a_worker_restart(
+    shared_deployment: Any,
+) -> None:
+    async def scenario() -> None:
+        async with DurableRuns(shared_deployment.config()) as runs:
+            handle = await runs.submit(
+                "task 9", agent="durable_agents:make_cautious_agent", session="approve-9"
+            )
+            events = handle.events(idle_timeout_s=60)
+            async for event in events:
+                if event["type"] == "done":
+                    break
+            await events.aclose()
+            assert event["outcome"] == "suspended"
+            assert [p["call_id"] for p in event["pending"]] == ["call-task-9"]
+            assert await handle.status() == "PENDING"
+            ledger = shared_deployment.root / "ledger"
+            assert "task 9" not in (ledger.read_text() if ledger.exists() else "")
+            shared_deployment.kill("w1")
+            shared_deployment.start("w1")
+            await handle.approve({"call-task-9": True})
+            result = await handle.result()
+            assert result.outcome is Outcome.COMPLETED and result.output == "done task 9"
+            assert ledger.read_text().count("\ttask 9\n") == 1
+            assert_invariant(await _history(shared_deployment, "approve-9"))
+
+    asyncio.run(scenario())

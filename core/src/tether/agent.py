@@ -246,6 +246,7 @@ class Agent:
         session: AnySession | str | None = None,
         cancel: CancelToken | None = None,
         deps: Any = None,
+        boundary: RunBoundary | None = None,
     ) -> AsyncGenerator[RunEvent, None]:
         """Continue a run suspended for approval (``Outcome.SUSPENDED``) on ``session``.
 
@@ -253,9 +254,10 @@ class Agent:
         ``"allow"``/``"deny"``/``"always"``, or an :class:`~tether.approvals.Approval`).
         Approved calls run, denied ones get an error result the model sees, and the loop
         goes on. Works in a new process: the pending calls are read from the session.
+        ``boundary`` is as for :meth:`stream`.
         """
         normalised = {key: normalize_approval(value) for key, value in decisions.items()}
-        loop = self._loop(None, session, cancel, deps, resume=normalised)
+        loop = self._loop(None, session, cancel, deps, resume=normalised, boundary=boundary)
         async with contextlib.aclosing(loop) as events:
             async for event in events:
                 yield event

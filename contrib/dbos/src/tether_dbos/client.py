@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from tether.config import Config, load_config
@@ -17,7 +17,7 @@ from tether.sessions.store import validate_session_name
 from .journal import EVENTS
 from .settings import DbosSettings
 from .spec import RunSpec
-from .workflow import END, REPLY, WORKFLOW
+from .workflow import APPROVAL, END, REPLY, WORKFLOW
 
 __all__ = ["DurableRuns", "RunHandle"]
 
@@ -194,6 +194,12 @@ class RunHandle:
         """Send the next user message to a run waiting for one (``wait_for_reply_s``).
         The run answers it and waits again, until :meth:`end` or the wait runs out."""
         await self.runs._client.send_async(self.run_id, _as_message(text).to_json(), REPLY)
+
+    async def approve(self, decisions: Mapping[str, bool | str]) -> None:
+        """Decide the tool calls a run suspended for approval waits on (their ids are in
+        the ``pending`` of its ``done`` event): ``True``/``"allow"``, ``False``/``"deny"``
+        or ``"always"``. The run goes on, on whichever worker holds it."""
+        await self.runs._client.send_async(self.run_id, dict(decisions), APPROVAL)
 
     async def end(self) -> None:
         """Tell a run waiting for replies that there will be none: it ends now, and

@@ -18,7 +18,9 @@ class RunSpec(BaseModel):
     ``model``, ``system`` and ``tools`` overriding it. ``prompt`` is a message in the
     session format. ``wait_for_reply_s`` keeps the run open after it ends, waiting that
     long (durably: the wait survives restarts) for the next user message sent with
-    :meth:`tether_dbos.RunHandle.reply`.
+    :meth:`tether_dbos.RunHandle.reply`. A run suspended for approval (a permission rule
+    says ``ask``) waits up to ``approval_timeout_s`` (a week) for
+    :meth:`tether_dbos.RunHandle.approve`, then ends suspended.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -31,3 +33,4 @@ class RunSpec(BaseModel):
     tools: list[str] | None = None
     limits: dict[str, Any] = Field(default_factory=dict)
     wait_for_reply_s: float | None = None
+    approval_timeout_s: float = 7 * 24 * 3600.0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 
 from dbos import DBOS
 
-from tether.events import Done, TextDelta, ThinkingDelta, event_to_dict
+from tether.errors import TetherError
+from tether.events import Done, RunEvent, TextDelta, ThinkingDelta, event_to_dict
 from tether.messages import Message
-from tether.result import RunResult
+from tether.result import Outcome, RunResult
 
 from . import runtime
 from .boundary import DbosBoundary
@@ -20,6 +22,7 @@ __all__ = ["WORKFLOW", "durable_run"]
 
 WORKFLOW = "tether.run"
 REPLY = "tether.reply"
+APPROVAL = "tether.approval"
 END = ""
 """Sent as a reply, ends a run that waits for replies."""
 
@@ -33,6 +36,8 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     writes are steps; everything between them is replayed deterministically from their
     recorded results after a crash. Session writes and events wait in the run's
     :class:`~tether_dbos.journal.Journal` for the next step, which writes them first.
+    A run suspended for approval waits (durably) for :meth:`RunHandle.approve`; one
+    submitted with ``wait_for_reply_s`` waits for :meth:`RunHandle.reply`.
     """
     spec = RunSpec.model_validate(spec_data)
     worker = runtime.current()
@@ -41,23 +46,25 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     journal = Journal(session_io(store), spec.session)
     session = await open_durable_session(store, spec.session, journal)
     boundary = DbosBoundary(journal, deltas=worker.settings.deltas)
-    prompt = Message.from_json(spec.prompt)
+    stream = agent.stream(Message.from_json(spec.prompt), session=session, boundary=boundary)
     result: RunResult | None = None
     try:
         while True:
-            async for event in agent.stream(prompt, session=session, boundary=boundary):
-                if type(event) is TextDelta or type(event) is ThinkingDelta:
-                    continue
-                journal.event(event_to_dict(event))
-                if type(event) is Done:
-                    result = event.result
+            result = await _publish(stream, journal)
             await journal.step("tether.flush")
+            if result.outcome is Outcome.SUSPENDED and result.pending:
+                decisions = await DBOS.recv_async(APPROVAL, timeout_seconds=spec.approval_timeout_s)
+                if decisions is None:
+                    break
+                stream = agent.resume_stream(dict(decisions), session=session, boundary=boundary)
+                continue
             if spec.wait_for_reply_s is None:
                 break
             reply = await DBOS.recv_async(REPLY, timeout_seconds=spec.wait_for_reply_s)
             if reply is None or reply == END:
                 break
             prompt = Message.from_json(str(reply))
+            stream = agent.stream(prompt, session=session, boundary=boundary)
     except BaseException:
         # Publish what happened before the failure (the session may refuse more writes).
         with contextlib.suppress(Exception):
@@ -66,4 +73,18 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     finally:
         await DBOS.close_stream_async(EVENTS)
     assert result is not None
+    return result
+
+
+async def _publish(stream: AsyncIterator[RunEvent], journal: Journal) -> RunResult:
+    """Drive one run of the loop, journaling its events; its result."""
+    result: RunResult | None = None
+    async for event in stream:
+        if type(event) is TextDelta or type(event) is ThinkingDelta:
+            continue
+        journal.event(event_to_dict(event))
+        if type(event) is Done:
+            result = event.result
+    if result is None:  # the loop always ends with Done
+        raise TetherError("The run ended without a result.")
     return result
