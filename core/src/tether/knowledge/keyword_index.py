@@ -137,7 +137,7 @@ class KeywordIndex:
         if len(word_ids) > _WORD_MEMO_LIMIT:
             word_ids.clear()
         vocabulary = self.vocabulary
-        for word, term in tokenizer.term_map(w for w in words if w not in word_ids).items():
+        for word, term in tokenizer.term_map(set(words).difference(word_ids)).items():
             if not term:
                 word_ids[word] = -1
                 continue

@@ -263,8 +263,8 @@ class SqliteBackend:
                     offset += len(chunks)
                 next_id = self._next_chunk_id()
                 chunk_rows: list[tuple[Any, ...]] = []
+                old_slots = self._delete_rows(*(info.doc_id for info, _, _ in prepared))
                 for (info, chunks, matrix), terms in zip(prepared, encoded, strict=True):
-                    old_slots += self._delete_rows(info.doc_id)
                     ids = list(range(next_id, next_id + len(chunks)))
                     next_id += len(chunks)
                     slots.append(ids)
@@ -381,12 +381,20 @@ class SqliteBackend:
         return len(self._keywords)
 
     # -- helpers -----------------------------------------------------------------------
-    def _delete_rows(self, doc_id: str) -> list[int]:
-        slots = [
-            row[0] for row in self._db.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))
-        ]
-        self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-        self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+    def _delete_rows(self, *doc_ids: str) -> list[int]:
+        """Delete the documents and their chunks; the ids of the deleted chunks."""
+        slots: list[int] = []
+        for start in range(0, len(doc_ids), 500):
+            part = doc_ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            slots += [
+                row[0]
+                for row in self._db.execute(
+                    f"SELECT id FROM chunks WHERE doc_id IN ({marks})", part
+                )
+            ]
+            self._db.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
+            self._db.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", part)
         return slots
 
     def _chunks(self, hits: list[tuple[int, float]]) -> list[Chunk]:
