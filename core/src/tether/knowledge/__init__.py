@@ -7,6 +7,12 @@ under a threshold and return the top k. Backends are plugins registered through
 ``register_memory_backends``: ``memory`` (in-process, core), ``sqlite`` (persistent
 default, ``tether-sqlite``) and ``chroma`` (``tether-chroma``).
 
+Backends build on the public pieces exported here: :class:`KnowledgeBackend` (the
+protocol), :class:`DocumentInfo`/:data:`DocumentWrite`, :class:`Chunk`,
+:class:`Tokenizer` (the keyword terms of a text), :class:`KeywordIndex` (BM25 over term
+ids) and :class:`VectorIndex` (inner-product search); their tests subclass
+:class:`tether.testing.KnowledgeBackendContract`.
+
 Everything here is imported lazily: ``import tether.knowledge`` loads no numpy.
 """
 
@@ -16,19 +22,26 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .backend import DocumentInfo, KnowledgeBackend
+    from .backend import DocumentInfo, DocumentWrite, KnowledgeBackend
     from .chunking import Chunk, Chunker
     from .embedders import Embedder, EmbedderFactory, available_embedders, load_embedder
     from .fusion import Passage, fuse
+    from .keyword_index import KeywordIndex
     from .knowledge_base import AddOutcome, KnowledgeBase
     from .memory_backend import MemoryBackend
+    from .text import Tokenizer
     from .tool import kb_search_tool
+    from .vector_index import VectorIndex
 
 _LAZY = {
     "AddOutcome": "knowledge_base",
     "Chunk": "chunking",
     "Chunker": "chunking",
     "DocumentInfo": "backend",
+    "DocumentWrite": "backend",
+    "KeywordIndex": "keyword_index",
+    "Tokenizer": "text",
+    "VectorIndex": "vector_index",
     "Embedder": "embedders",
     "EmbedderFactory": "embedders",
     "KnowledgeBackend": "backend",
@@ -46,12 +59,16 @@ __all__ = [
     "Chunk",
     "Chunker",
     "DocumentInfo",
+    "DocumentWrite",
     "Embedder",
     "EmbedderFactory",
+    "KeywordIndex",
     "KnowledgeBackend",
     "KnowledgeBase",
     "MemoryBackend",
     "Passage",
+    "Tokenizer",
+    "VectorIndex",
     "available_embedders",
     "fuse",
     "kb_search_tool",

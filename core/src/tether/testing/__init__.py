@@ -4,7 +4,8 @@
   and failures (rate limits with ``retry_after``, server errors, mid-stream drops,
   authentication failures, context overflow), and records every request.
 - :class:`SessionStoreContract` is the test suite every session store must pass
-  (subclass it in the store's tests).
+  (subclass it in the store's tests); :class:`KnowledgeBackendContract` the one every
+  knowledge-base backend must pass, with :class:`HashingEmbedder` for vectors.
 - :func:`assert_invariant` checks a history against the tool-call/result invariant.
 - The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
   is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
@@ -32,11 +33,14 @@ from .scripted import (
 from .tools import call_tool, make_tool_context
 
 if TYPE_CHECKING:
+    from .kb_backend import HashingEmbedder, KnowledgeBackendContract
     from .session_store import SessionStoreContract
 
 __all__ = [
     "Failure",
+    "HashingEmbedder",
     "InvariantViolation",
+    "KnowledgeBackendContract",
     "Reply",
     "ScriptExhausted",
     "ScriptedProvider",
@@ -61,4 +65,8 @@ def __getattr__(name: str) -> Any:
         from .session_store import SessionStoreContract
 
         return SessionStoreContract
+    if name in ("HashingEmbedder", "KnowledgeBackendContract"):
+        from . import kb_backend
+
+        return getattr(kb_backend, name)
     raise AttributeError(f"module 'tether.testing' has no attribute {name!r}")

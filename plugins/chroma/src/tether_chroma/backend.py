@@ -29,10 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tether.errors import MemoryBackendError
-from tether.knowledge.backend import DocumentInfo, DocumentWrite
-from tether.knowledge.chunking import Chunk
-from tether.knowledge.keyword_index import KeywordIndex
-from tether.knowledge.text import Tokenizer
+from tether.knowledge import Chunk, DocumentInfo, DocumentWrite, KeywordIndex, Tokenizer
 
 __all__ = ["ChromaBackend"]
 

@@ -28,11 +28,14 @@ from typing import Any
 import numpy as np
 
 from tether.errors import MemoryBackendError
-from tether.knowledge.backend import DocumentInfo, DocumentWrite
-from tether.knowledge.chunking import Chunk
-from tether.knowledge.keyword_index import KeywordIndex
-from tether.knowledge.text import Tokenizer
-from tether.knowledge.vector_index import VectorIndex
+from tether.knowledge import (
+    Chunk,
+    DocumentInfo,
+    DocumentWrite,
+    KeywordIndex,
+    Tokenizer,
+    VectorIndex,
+)
 
 __all__ = ["SqliteBackend"]
 
