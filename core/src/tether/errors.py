@@ -95,6 +95,8 @@ __all__ = [
     "UnknownProviderError",
     "UnknownToolError",
     "WallTimeExceeded",
+    "error_class_for_status",
+    "error_for_status",
 ]
 
 
@@ -430,3 +432,70 @@ def _rebuild_error(
     Exception.__init__(error, *args)
     error.__dict__.update(state)
     return error
+
+
+# -- HTTP status → provider error ---------------------------------------------------------
+_BY_STATUS: dict[int, type[ProviderError]] = {
+    401: AuthenticationError,
+    402: PermissionDeniedError,
+    403: PermissionDeniedError,
+    404: InvalidRequestError,
+    408: ProviderTimeoutError,
+    413: InvalidRequestError,
+    429: RateLimitError,
+    503: OverloadedError,
+    504: ProviderTimeoutError,
+    529: OverloadedError,
+}
+
+_WHAT: dict[type[ProviderError], str] = {
+    AuthenticationError: "rejected the API key",
+    PermissionDeniedError: "refused this request",
+    InvalidRequestError: "rejected the request",
+    ProviderTimeoutError: "timed out",
+    RateLimitError: "rate limit reached",
+    OverloadedError: "is overloaded",
+    ServerError: "failed",
+}
+
+
+def error_class_for_status(status: int) -> type[ProviderError]:
+    """The error class for an HTTP error ``status`` from a model API: 401 authentication,
+    402/403 permission, 408/504 timeout, 429 rate limit, 503/529 overloaded, other 5xx
+    server error (these four retryable), anything else an invalid request."""
+    found = _BY_STATUS.get(status)
+    if found is not None:
+        return found
+    return ServerError if status >= 500 else InvalidRequestError
+
+
+def error_for_status(
+    status: int,
+    detail: str,
+    *,
+    provider: str,
+    label: str | None = None,
+    where: str | None = None,
+    retry_after: float | None = None,
+    hints: dict[type[ProviderError], str] | None = None,
+) -> ProviderError:
+    """The :class:`ProviderError` for an HTTP error ``status`` (the one ladder every
+    provider plugin shares; vendor quirks such as error types inside a ``200`` stream are
+    mapped to a status by the plugin first).
+
+    The message reads ``<label> <what happened> (<where>): <detail>. <hint>``: ``label``
+    names the API (default: ``provider``), ``where`` defaults to ``HTTP <status>``,
+    ``detail`` is the API's own message, and ``hints`` gives per error class what the
+    user can do (which key variable to check, which command lists the models).
+    ``retry_after`` (seconds) is kept on a :class:`RateLimitError`.
+    """
+    kind = error_class_for_status(status)
+    message = f"{label or provider} {_WHAT[kind]} ({where or f'HTTP {status}'}): {detail}"
+    hint = (hints or {}).get(kind)
+    if hint:
+        message = f"{message.rstrip('.')}. {hint}"
+    if kind is RateLimitError:
+        return RateLimitError(
+            message, retry_after=retry_after, provider=provider, status_code=status
+        )
+    return kind(message, provider=provider, status_code=status)

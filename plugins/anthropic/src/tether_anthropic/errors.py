@@ -14,13 +14,12 @@ from tether.errors import (
     AuthenticationError,
     ContextOverflowError,
     InvalidRequestError,
-    OverloadedError,
     PermissionDeniedError,
     ProviderConnectionError,
     ProviderError,
     ProviderTimeoutError,
-    RateLimitError,
-    ServerError,
+    error_class_for_status,
+    error_for_status,
 )
 from tether.retry import parse_retry_after
 
@@ -94,6 +93,20 @@ def malformed_stream(exc: BaseException) -> ProviderError | None:
     return None
 
 
+_STATUS_OF_TYPE = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "billing_error": 402,
+    "not_found_error": 404,
+    "api_error": 500,
+    "request_too_large": 413,
+}
+"""The status an API error ``type`` stands for: errors inside a ``200`` stream carry
+only their type."""
+
+
 def _from_status(exc: Any, key_variable: str) -> ProviderError:
     status: int = exc.status_code
     kind = getattr(exc, "type", None) or _body_type(exc.body)
@@ -101,64 +114,39 @@ def _from_status(exc: Any, key_variable: str) -> ProviderError:
     headers = exc.response.headers if exc.response is not None else None
     where = f"HTTP {status}" if status != 200 else "in the stream"
     label = f"{where}, {kind}" if kind else where
-
-    if kind == "overloaded_error" or status == 529:
-        return OverloadedError(
-            f"The Anthropic API is overloaded ({label}): {detail}",
-            provider=PROVIDER,
-            status_code=status,
-        )
-    if kind == "rate_limit_error" or status == 429:
-        return RateLimitError(
-            f"Anthropic rate limit reached ({label}): {detail}",
-            retry_after=parse_retry_after(headers),
-            provider=PROVIDER,
-            status_code=status,
-        )
-    if kind == "authentication_error" or status == 401:
-        return AuthenticationError(
-            f"The Anthropic API rejected the API key ({label}): {detail}. Check the key in "
-            f"the {key_variable} environment variable.",
-            provider=PROVIDER,
-            status_code=status,
-        )
-    if kind in ("permission_error", "billing_error") or status in (402, 403):
-        return PermissionDeniedError(
-            f"The Anthropic API refused this request ({label}): {detail}. The key is valid but "
-            "may not use this model or feature (or the account has no credit).",
-            provider=PROVIDER,
-            status_code=status,
-        )
-    if kind == "not_found_error" or status == 404:
-        return InvalidRequestError(
-            f"Not found ({label}): {detail}. Check the model id; `tether models` lists the "
-            "known Claude models.",
-            provider=PROVIDER,
-            status_code=status,
-        )
-    if kind == "api_error" or status >= 500:
-        return ServerError(
-            f"The Anthropic API failed ({label}): {detail}", provider=PROVIDER, status_code=status
-        )
-    lowered = detail.lower()
-    if any(marker in lowered for marker in _OVERFLOW_MARKERS):
-        return ContextOverflowError(
-            f"The prompt does not fit the model's context window ({label}): {detail}",
-            provider=PROVIDER,
-            status_code=status,
-        )
-    if status == 413 or kind == "request_too_large":
-        return InvalidRequestError(
-            f"The request is larger than the Anthropic API accepts ({label}): {detail}. "
-            "Send fewer or smaller images and documents.",
-            provider=PROVIDER,
-            status_code=status,
-        )
-    return InvalidRequestError(
-        f"The Anthropic API rejected the request ({label}): {detail}",
+    effective = _STATUS_OF_TYPE.get(kind or "", status)
+    if error_class_for_status(effective) is InvalidRequestError and effective != 404:
+        lowered = detail.lower()
+        if any(marker in lowered for marker in _OVERFLOW_MARKERS):
+            return ContextOverflowError(
+                f"The prompt does not fit the model's context window ({label}): {detail}",
+                provider=PROVIDER,
+                status_code=status,
+            )
+    error = error_for_status(
+        effective,
+        detail,
         provider=PROVIDER,
-        status_code=status,
+        label="The Anthropic API",
+        where=label,
+        retry_after=parse_retry_after(headers),
+        hints={
+            AuthenticationError: f"Check the key in the {key_variable} environment variable.",
+            PermissionDeniedError: "The key is valid but may not use this model or feature "
+            "(or the account has no credit).",
+            InvalidRequestError: _invalid_hint(effective),
+        },
     )
+    error.status_code = status
+    return error
+
+
+def _invalid_hint(status: int) -> str:
+    if status == 404:
+        return "Check the model id; `tether models` lists the known Claude models."
+    if status == 413:
+        return "The request is too large: send fewer or smaller images and documents."
+    return ""
 
 
 def _body_error(body: object) -> Mapping[str, Any] | None:

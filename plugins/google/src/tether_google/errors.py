@@ -31,13 +31,13 @@ from tether.errors import (
     AuthenticationError,
     ContextOverflowError,
     InvalidRequestError,
-    OverloadedError,
     PermissionDeniedError,
     ProviderConnectionError,
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
-    ServerError,
+    error_class_for_status,
+    error_for_status,
 )
 from tether.retry import parse_retry_after
 
@@ -91,54 +91,57 @@ def translate_error(
     )
 
 
+_STATUS_OF = {
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "RESOURCE_EXHAUSTED": 429,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+"""The HTTP status a gRPC status name stands for, when the code does not say."""
+
+
 def _from_api_error(exc: Any, config: ProviderConfig, model: str | None) -> ProviderError:
     code: int = exc.code or 0
     status: str = exc.status or ""
     message: str = exc.message or str(exc)
     error = _error_object(exc.details)
     reasons = {d.get("reason") for d in _details(error) if isinstance(d, Mapping)}
-    summary = f"Gemini API error {code} {status}: {message}".strip()
-
-    if code == 401 or status == "UNAUTHENTICATED" or reasons & _BAD_KEY_REASONS:
-        return AuthenticationError(
-            f"The Gemini API rejected the API key ({code} {status}). {key_hint(config)}.",
-            provider=PROVIDER,
-            status_code=code,
-        )
-    if code == 403 or status == "PERMISSION_DENIED":
-        return PermissionDeniedError(
-            f"{summary} The key is valid but may not use this model or feature; check the "
-            f"project's access in Google AI Studio.",
-            provider=PROVIDER,
-            status_code=code,
-        )
-    if code == 429 or status == "RESOURCE_EXHAUSTED":
-        return RateLimitError(
-            f"{summary} Gemini rate limit or quota reached.",
-            retry_after=_retry_after(exc, error),
-            provider=PROVIDER,
-            status_code=code,
-        )
-    if code == 503 or status == "UNAVAILABLE":
-        return OverloadedError(summary, provider=PROVIDER, status_code=code)
-    if code == 504 or status == "DEADLINE_EXCEEDED":
-        return ProviderTimeoutError(summary, provider=PROVIDER, status_code=code)
-    if code >= 500:
-        return ServerError(summary, provider=PROVIDER, status_code=code)
-    if _OVERFLOW.search(message):
+    if reasons & _BAD_KEY_REASONS:
+        effective = 401
+    elif code in (401, 403, 404, 429, 503, 504) or code >= 500 or status not in _STATUS_OF:
+        effective = code
+    else:
+        effective = _STATUS_OF[status]
+    where = f"{code} {status}".strip()
+    if error_class_for_status(effective) is InvalidRequestError and _OVERFLOW.search(message):
         return ContextOverflowError(
-            f"{summary} The prompt is longer than the model's context window.",
+            f"The prompt is longer than the model's context window ({where}): {message}",
             provider=PROVIDER,
             status_code=code,
         )
-    if code == 404 or status == "NOT_FOUND":
-        name = f' "{model}"' if model else ""
-        return InvalidRequestError(
-            f"{summary} Check the model name{name}; `tether models` lists known Gemini models.",
-            provider=PROVIDER,
-            status_code=code,
-        )
-    return InvalidRequestError(summary, provider=PROVIDER, status_code=code)
+    name = f' "{model}"' if model else ""
+    translated = error_for_status(
+        effective,
+        message,
+        provider=PROVIDER,
+        label="The Gemini API",
+        where=where,
+        retry_after=_retry_after(exc, error),
+        hints={
+            AuthenticationError: f"{key_hint(config)}.",
+            PermissionDeniedError: "The key is valid but may not use this model or feature; "
+            "check the project's access in Google AI Studio.",
+            RateLimitError: "Gemini rate limit or quota reached.",
+            InvalidRequestError: f"Check the model name{name}; `tether models` lists known "
+            "Gemini models."
+            if effective == 404
+            else "",
+        },
+    )
+    translated.status_code = code
+    return translated
 
 
 def _error_object(details: Any) -> Mapping[str, Any]:

@@ -24,6 +24,7 @@ from tether.errors import (
     RateLimitError,
     RefusalError,
     ServerError,
+    error_for_status,
 )
 from tether.retry import parse_retry_after as retry_after
 
@@ -148,63 +149,45 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
     code, kind, message = _fields(exc.body)
     text = ctx.clean(message or str(exc))
     name = ctx.provider
-    headers = exc.response.headers if exc.response is not None else None
-    if status == 401:
-        return AuthenticationError(
-            f"{ctx.label} rejected the API key (HTTP 401: {text}). Set {ctx.key_env} to a valid key.",
-            provider=name,
-            status_code=status,
-        )
-    if status == 403:
-        return PermissionDeniedError(
-            f"{ctx.label} refused access (HTTP 403: {text}). The key works but may not use this "
-            "model or feature; check the project's permissions.",
-            provider=name,
-            status_code=status,
-        )
-    if status == 429:
-        if code == "insufficient_quota":
-            error = RateLimitError(
-                f"{ctx.label} says the account is out of quota (HTTP 429: {text}). Add credit or "
-                "raise the limit; retrying will not help.",
-                provider=name,
-            )
-            error.retryable = False
-            return error
-        return RateLimitError(
-            f"{ctx.label} rate limit reached (HTTP 429: {text}).",
-            retry_after=retry_after(headers),
+    if status == 429 and code == "insufficient_quota":
+        quota = RateLimitError(
+            f"{ctx.label} says the account is out of quota (HTTP 429: {text}). Add credit or "
+            "raise the limit; retrying will not help.",
             provider=name,
         )
+        quota.retryable = False
+        return quota
     if status in (400, 413, 422) and is_context_overflow(code, text):
         return ContextOverflowError(
             f"The prompt is too long for the model (HTTP {status}: {text}).",
             provider=name,
             status_code=status,
         )
-    if status == 404:
-        return InvalidRequestError(
-            f"{ctx.label} answered 404 ({text}). Check the model name and the base URL ({ctx.base_url}).",
-            provider=name,
-            status_code=status,
-        )
-    if status == 408:
-        return ProviderTimeoutError(
-            f"{ctx.label} timed out (HTTP 408: {text}).", provider=name, status_code=status
-        )
-    if status in (503, 529) or "overload" in text.lower():
-        return OverloadedError(
-            f"{ctx.label} is overloaded (HTTP {status}: {text}).", provider=name, status_code=status
-        )
-    if status >= 500 or status == 409:
-        return ServerError(
-            f"{ctx.label} server error (HTTP {status}: {text}).", provider=name, status_code=status
-        )
-    return InvalidRequestError(
-        f"{ctx.label} rejected the request (HTTP {status}, {code or kind or 'invalid_request'}: {text}).",
+    # Quirks of OpenAI-compatible servers: a conflict is transient, "overloaded" may
+    # come with any 5xx.
+    effective = 500 if status == 409 else status
+    if effective >= 500 and "overload" in text.lower():
+        effective = 503
+    headers = exc.response.headers if exc.response is not None else None
+    tag = code or kind
+    error = error_for_status(
+        effective,
+        text,
         provider=name,
-        status_code=status,
+        label=ctx.label,
+        where=f"HTTP {status}, {tag}" if tag else f"HTTP {status}",
+        retry_after=retry_after(headers),
+        hints={
+            AuthenticationError: f"Set {ctx.key_env} to a valid key.",
+            PermissionDeniedError: "The key works but may not use this model or feature; "
+            "check the project's permissions.",
+            InvalidRequestError: f"Check the model name and the base URL ({ctx.base_url})."
+            if status == 404
+            else "",
+        },
     )
+    error.status_code = status
+    return error
 
 
 def _is_transport(exc: BaseException, base: str) -> bool:
