@@ -74,7 +74,16 @@ def test_importing_the_plugin_does_not_import_the_sdk() -> None:
     assert out.strip() == "False"
 
 
-async def test_validate_auth_accepts_a_working_key(fake_server: FakeServer) -> None:
+async def test_validate_auth_sends_nothing_when_a_key_is_set(fake_server: FakeServer) -> None:
+    provider = manager().providers.get("openai")(
+        ProviderConfig(base_url=fake_server.url + "/v1", api_key="sk-good")
+    )
+    await provider.validate_auth()
+    await provider.aclose()
+    assert fake_server.requests == []
+
+
+async def test_verify_key_accepts_a_working_key(fake_server: FakeServer) -> None:
     fake_server.queue(
         FakeResponse.json(
             {
@@ -86,12 +95,12 @@ async def test_validate_auth_accepts_a_working_key(fake_server: FakeServer) -> N
     provider = manager().providers.get("openai")(
         ProviderConfig(base_url=fake_server.url + "/v1", api_key="sk-good")
     )
-    await provider.validate_auth()
+    await provider.verify_key()
     assert fake_server.requests[0].path == "/v1/models"
     assert fake_server.requests[0].headers["authorization"] == "Bearer sk-good"
 
 
-async def test_validate_auth_reports_a_rejected_key(fake_server: FakeServer) -> None:
+async def test_verify_key_reports_a_rejected_key(fake_server: FakeServer) -> None:
     body = {
         "error": {
             "message": "Incorrect API key provided: sk-bad.",
@@ -106,7 +115,7 @@ async def test_validate_auth_reports_a_rejected_key(fake_server: FakeServer) -> 
     )
     provider = manager().providers.get("openai")(config)
     with pytest.raises(AuthenticationError, match="MY_OPENAI_KEY") as info:
-        await provider.validate_auth()
+        await provider.verify_key()
     assert "sk-bad" not in str(info.value)
 
 
@@ -127,7 +136,7 @@ async def test_a_server_that_is_not_an_openai_api_gives_a_provider_error(
     )
     provider = manager().providers.get("ollama")(ProviderConfig(base_url=fake_server.url + "/v1"))
     with pytest.raises(ProviderError, match="OpenAI-compatible"):
-        await provider.validate_auth()
+        await provider.verify_key()
 
 
 async def test_the_sdks_base_url_variable_is_honoured(

@@ -183,15 +183,40 @@ def models(ctx: click.Context) -> None:
 @models.command("list")
 @click.argument("providers", nargs=-1, metavar="[PROVIDER]...")
 @click.option("--json", "json_mode", is_flag=True, help="Print the catalogues as one JSON object.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Ask each PROVIDER's API whether the key works (default: the provider of the "
+    "default model) instead of listing models. Exits 1 if any key fails.",
+)
 @pass_state
-def list_models(state: CliState, providers: tuple[str, ...] = (), json_mode: bool = False) -> None:
+def list_models(
+    state: CliState, providers: tuple[str, ...] = (), json_mode: bool = False, check: bool = False
+) -> None:
     """List the models every installed provider knows.
 
     With PROVIDER names, only those providers' models. Shows each model's context window, maximum output tokens, price in dollars per
     million tokens and capabilities. Use a model as "provider/model" with -m.
+    With --check, sends one request per provider to check its key (`tether run` never does).
     """
+    if check:
+        _check(state, providers, json_mode)
+        return
     report = catalogue_report(state, providers)
     click.echo(json.dumps(report, indent=2) if json_mode else format_catalogue(report))
+
+
+def _check(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
+    from .key_check import check_keys, checked_providers
+
+    results = check_keys(state, checked_providers(state, providers))
+    if json_mode:
+        click.echo(json.dumps({r.provider: {"ok": r.ok, "error": r.error} for r in results}))
+    else:
+        for result in results:
+            click.echo(result.line())
+    if not all(r.ok for r in results):
+        click.get_current_context().exit(1)
 
 
 @models.command("default")

@@ -131,8 +131,19 @@ class OpenAIProvider(BaseProvider):
         yield assembler.finish()
 
     async def validate_auth(self) -> None:
-        """Check the key (one ``GET /models``). Raises ``AuthenticationError`` naming the
-        variable to set when it is missing or rejected."""
+        """Raise ``AuthenticationError`` naming the variable to set if a required key is
+        missing.
+
+        Sends nothing (the CLI calls this before every run, and compatible servers often
+        have no ``/models`` endpoint): a key the API rejects fails the first request, at
+        once and without retries. :meth:`verify_key` asks the API.
+        """
+        self._connection.require_key()
+
+    async def verify_key(self) -> None:
+        """Ask the API whether the key is accepted (one ``GET /models``, for ``tether
+        models --check``). Raises ``AuthenticationError`` naming the variable to set when
+        it is missing or rejected."""
         client = self._get_client()
         try:
             await client.models.list()

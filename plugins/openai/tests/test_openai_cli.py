@@ -1,0 +1,110 @@
+"""The real ``tether`` command with this plugin: no request before the run's own, and
+keys checked against the API only by ``tether models --check``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
+
+KEY = "sk-test-cli-0123456789"
+
+
+def chat_reply(text: str) -> FakeResponse:
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1"}
+    return FakeResponse.sse(
+        [
+            (None, {**base, "choices": [{"index": 0, "delta": {"content": text}}]}),
+            (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            (None, "[DONE]"),
+        ]
+    )
+
+
+def compatible_server(request: RecordedRequest) -> FakeResponse:
+    """A compatible server with chat completions but no ``/models`` endpoint (the 400
+    some such servers give for an unknown route)."""
+    if request.method == "POST" and request.path.endswith("/chat/completions"):
+        return chat_reply("Hello from a compatible server")
+    return FakeResponse.json({"error": {"message": f"Unknown route {request.path}"}}, status=400)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer(compatible_server) as fake:
+        yield fake
+
+
+def cli(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
+    assert tether_cli is not None
+    (tmp_path / "tether.toml").write_text("")
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TETHER_"))},
+        "TETHER_PLUGINS_ALLOW": "openai",
+        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
+        "TETHER_DATA_DIR": str(tmp_path / "data"),
+        **env,
+    }
+    return subprocess.run(
+        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
+    )
+
+
+def test_tether_run_sends_no_request_before_the_runs_own(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url + "/v1"}
+    out = cli(tmp_path, "run", "-m", "openai/gpt-4.1", "--tools", "", "Say hello", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from a compatible server"
+    assert [(r.method, r.path) for r in server.requests] == [("POST", "/v1/chat/completions")]
+
+
+def test_models_check_asks_the_api_and_reports_a_rejected_key(tmp_path: Path) -> None:
+    listing = {
+        "object": "list",
+        "data": [{"id": "gpt-4.1", "object": "model", "created": 1, "owned_by": "o"}],
+    }
+    rejected = {
+        "error": {
+            "message": "Incorrect API key provided.",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
+    with FakeServer() as server:
+        server.queue(FakeResponse.json(listing), FakeResponse.json(rejected, status=401))
+        env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url + "/v1"}
+        good = cli(tmp_path, "models", "--check", "openai", env=env)
+        bad = cli(tmp_path, "models", "--check", "--json", "openai", env=env)
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.strip() == "openai: key accepted"
+    assert bad.returncode == 1
+    report = json.loads(bad.stdout)
+    assert report["openai"]["ok"] is False
+    assert "OPENAI_API_KEY" in report["openai"]["error"] and KEY not in bad.stdout
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/v1/models")] * 2
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_models_check_defaults_to_the_provider_of_the_chosen_model(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        server.queue(FakeResponse.json({"object": "list", "data": []}))
+        env = {
+            "OPENAI_API_KEY": KEY,
+            "OPENAI_BASE_URL": server.url + "/v1",
+            "TETHER_MODEL": "openai/gpt-4.1",
+        }
+        out = cli(tmp_path, "models", "--check", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "openai: key accepted"
+    assert len(server.requests) == 1
