@@ -157,7 +157,7 @@ class Agent:
         self._repairs_announced: weakref.WeakSet[Any] = weakref.WeakSet()
 
     # -- running -------------------------------------------------------------------------------
-    async def stream(
+    def stream(
         self,
         prompt: Prompt,
         *,
@@ -175,16 +175,11 @@ class Agent:
         it to make runs durable).
         """
         strategy = self._strategy()
-        loop = (
-            self._loop(_as_message(prompt), session, cancel, deps, boundary=boundary)
-            if strategy is None
-            else strategy.stream(
-                self, _as_message(prompt).text, session=session, cancel=cancel, deps=deps
-            )
+        if strategy is None:  # the loop's own generator: no extra hop per event
+            return self._loop(_as_message(prompt), session, cancel, deps, boundary=boundary)
+        return strategy.stream(
+            self, _as_message(prompt).text, session=session, cancel=cancel, deps=deps
         )
-        async with contextlib.aclosing(loop) as events:
-            async for event in events:
-                yield event
 
     async def _loop(
         self,
