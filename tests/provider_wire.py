@@ -2,10 +2,10 @@
 
 Two halves:
 
-- **Builders** of streamed responses in each API's own wire format (Anthropic Messages
-  SSE, OpenAI Responses SSE, OpenAI Chat Completions chunks, Gemini
-  ``streamGenerateContent`` SSE). Every signature a builder puts in a response is
-  recorded in a :class:`Ledger` with the ``provider/model`` that issued it.
+- **Builders** of streamed responses: the public ones (Anthropic Messages, OpenAI Chat
+  Completions, Gemini) come from :mod:`tether.testing.wire`; the OpenAI Responses stream
+  here records every signature it issues in a :class:`Ledger` with the
+  ``provider/model`` that issued it.
 - **Validators** that read a recorded request body and return every way it breaks the
   receiving API's documented rules (an empty list means valid). They use the ledger to
   tell a model's own reasoning from another model's: a native reasoning block must carry
@@ -27,9 +27,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.testing.http import FakeResponse
-
-Json = dict[str, Any]
-Event = tuple[str | None, Any]
+from tether.testing.wire import (
+    Event as Event,
+)
+from tether.testing.wire import (
+    Json as Json,
+)
+from tether.testing.wire import (
+    anthropic_redacted_thinking as anthropic_redacted_thinking,
+)
+from tether.testing.wire import (
+    anthropic_reply as anthropic_reply,
+)
+from tether.testing.wire import (
+    anthropic_text as anthropic_text,
+)
+from tether.testing.wire import (
+    anthropic_thinking as anthropic_thinking,
+)
+from tether.testing.wire import (
+    anthropic_tool_use as anthropic_tool_use,
+)
+from tether.testing.wire import (
+    chat_reply as chat_reply,
+)
+from tether.testing.wire import (
+    gemini_part as gemini_part,
+)
+from tether.testing.wire import (
+    gemini_reply as gemini_reply,
+)
 
 GEMINI_SKIP_SIGNATURE = base64.urlsafe_b64decode("skip_thought_signature_validator")
 """Google's documented stand-in signature for function calls no Gemini model signed."""
@@ -192,87 +219,6 @@ def signature_leaks(body: Any, ledger: Ledger, receiver: str) -> list[str]:
             elif key not in _NATIVE_SIGNATURE_KEYS:
                 problems.append(f"{path}: carries a signature outside a signature field")
     return sorted(set(problems))
-
-
-# -- Anthropic Messages: builders -------------------------------------------------------------
-def anthropic_reply(model: str, *blocks: Sequence[Event], stop_reason: str) -> FakeResponse:
-    """One streamed Messages API response made of ``blocks`` (from the builders below)."""
-    start = {
-        "type": "message_start",
-        "message": {
-            "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
-            "type": "message",
-            "role": "assistant",
-            "content": [],
-            "model": model,
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 410, "output_tokens": 1},
-        },
-    }
-    events: list[Event] = [("message_start", start), ("ping", {"type": "ping"})]
-    for block in blocks:
-        events.extend(block)
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": 96},
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return FakeResponse.sse(events)
-
-
-def _a_start(index: int, block: Json) -> Event:
-    return (
-        "content_block_start",
-        {"type": "content_block_start", "index": index, "content_block": block},
-    )
-
-
-def _a_delta(index: int, delta: Json) -> Event:
-    return ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-
-
-def _a_stop(index: int) -> Event:
-    return ("content_block_stop", {"type": "content_block_stop", "index": index})
-
-
-def anthropic_thinking(index: int, text: str, signature: str) -> list[Event]:
-    half = len(text) // 2
-    return [
-        _a_start(index, {"type": "thinking", "thinking": "", "signature": ""}),
-        _a_delta(index, {"type": "thinking_delta", "thinking": text[:half]}),
-        _a_delta(index, {"type": "thinking_delta", "thinking": text[half:]}),
-        _a_delta(index, {"type": "signature_delta", "signature": signature}),
-        _a_stop(index),
-    ]
-
-
-def anthropic_text(index: int, text: str) -> list[Event]:
-    return [
-        _a_start(index, {"type": "text", "text": ""}),
-        _a_delta(index, {"type": "text_delta", "text": text}),
-        _a_stop(index),
-    ]
-
-
-def anthropic_redacted_thinking(index: int, data: str) -> list[Event]:
-    return [_a_start(index, {"type": "redacted_thinking", "data": data}), _a_stop(index)]
-
-
-def anthropic_tool_use(index: int, call_id: str, name: str, arguments: Json) -> list[Event]:
-    raw = json.dumps(arguments)
-    return [
-        _a_start(index, {"type": "tool_use", "id": call_id, "name": name, "input": {}}),
-        _a_delta(index, {"type": "input_json_delta", "partial_json": raw[:5]}),
-        _a_delta(index, {"type": "input_json_delta", "partial_json": raw[5:]}),
-        _a_stop(index),
-    ]
 
 
 # -- Anthropic Messages: rules ----------------------------------------------------------------
@@ -674,43 +620,6 @@ def _responses_output(output: Any, at: str) -> list[str]:
     return problems
 
 
-# -- OpenAI Chat Completions: builders --------------------------------------------------------
-def _chat_chunk(model: str, delta: Json | None = None, finish: str | None = None) -> Json:
-    return {
-        "id": "chatcmpl-C3vWq1m8xYb0fZ5k2E9rLwTnHhQ7a",
-        "object": "chat.completion.chunk",
-        "created": 1756306542,
-        "model": f"{model}-2025-04-14",
-        "system_fingerprint": "fp_9c1d2f1a0b",
-        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}],
-        "usage": None,
-    }
-
-
-def chat_reply(
-    model: str, text: str = "", calls: Sequence[tuple[str, str, Json]] = ()
-) -> FakeResponse:
-    """A streamed Chat Completions answer: ``text``, then ``calls`` (id, name, arguments)."""
-    chunks = [_chat_chunk(model, {"role": "assistant", "content": "", "refusal": None})]
-    if text:
-        chunks.append(_chat_chunk(model, {"content": text}))
-    for index, (call_id, name, arguments) in enumerate(calls):
-        raw = json.dumps(arguments)
-        head = {
-            "index": index,
-            "id": call_id,
-            "type": "function",
-            "function": {"name": name, "arguments": raw[:4]},
-        }
-        chunks.append(_chat_chunk(model, {"tool_calls": [head]}))
-        tail = {"index": index, "function": {"arguments": raw[4:]}}
-        chunks.append(_chat_chunk(model, {"tool_calls": [tail]}))
-    chunks.append(_chat_chunk(model, finish="tool_calls" if calls else "stop"))
-    usage = {"prompt_tokens": 480, "completion_tokens": 40, "total_tokens": 520}
-    chunks.append({**_chat_chunk(model), "choices": [], "usage": usage})
-    return FakeResponse.sse([*((None, c) for c in chunks), (None, "[DONE]")])
-
-
 # -- OpenAI Chat Completions: rules -----------------------------------------------------------
 _CHAT_KEYS = {
     "system": {"role", "content", "name"},
@@ -800,54 +709,6 @@ def _chat_user_content(content: Any, at: str) -> list[str]:
         elif part.get("type") != "text":
             problems.append(f"{at}.content[{k}]: part type {part.get('type')!r} is not valid")
     return problems
-
-
-# -- Gemini: builders -------------------------------------------------------------------------
-def gemini_reply(model: str, *chunks: Sequence[Json]) -> FakeResponse:
-    """A streamed ``generateContent`` answer; each argument is the parts of one chunk.
-    The last chunk carries ``finishReason: STOP``."""
-    events: list[Event] = []
-    for number, parts in enumerate(chunks, start=1):
-        candidate: Json = {"content": {"parts": list(parts), "role": "model"}, "index": 0}
-        if number == len(chunks):
-            candidate["finishReason"] = "STOP"
-        usage = {
-            "promptTokenCount": 640,
-            "candidatesTokenCount": 9 * number,
-            "thoughtsTokenCount": 30,
-            "totalTokenCount": 670 + 9 * number,
-        }
-        events.append(
-            (
-                None,
-                {
-                    "candidates": [candidate],
-                    "usageMetadata": usage,
-                    "modelVersion": model,
-                    "responseId": "rsp-7d1c",
-                },
-            )
-        )
-    return FakeResponse.sse(events)
-
-
-def gemini_part(
-    *,
-    text: str | None = None,
-    thought: bool = False,
-    call: tuple[str, Json] | None = None,
-    signature: str | None = None,
-) -> Json:
-    part: Json = {}
-    if text is not None:
-        part["text"] = text
-    if thought:
-        part["thought"] = True
-    if call is not None:
-        part["functionCall"] = {"name": call[0], "args": call[1]}
-    if signature is not None:
-        part["thoughtSignature"] = signature
-    return part
 
 
 # -- Gemini: rules ----------------------------------------------------------------------------

@@ -6,6 +6,11 @@
 - :class:`SessionStoreContract` is the test suite every session store must pass
   (subclass it in the store's tests); :class:`KnowledgeBackendContract` the one every
   knowledge-base backend must pass, with :class:`HashingEmbedder` for vectors.
+- :class:`FakeServer` is a real HTTP server on loopback (:class:`FakeModelServer` also
+  lists models); :mod:`tether.testing.wire`
+  builds the streamed responses of OpenAI-compatible (:func:`chat_reply`), Anthropic
+  (:func:`anthropic_reply`) and Gemini (:func:`gemini_reply`) APIs for it, so a provider
+  plugin, an application or the ``tether`` command runs end to end with no key.
 - :func:`assert_invariant` checks a history against the tool-call/result invariant.
 - The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
   is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .http import FakeResponse, FakeServer
 from .invariant import InvariantViolation, assert_invariant, invariant_violations
 from .scripted import (
     Failure,
@@ -31,6 +37,17 @@ from .scripted import (
     server_error,
 )
 from .tools import call_tool, make_tool_context
+from .wire import (
+    FakeModelServer,
+    anthropic_redacted_thinking,
+    anthropic_reply,
+    anthropic_text,
+    anthropic_thinking,
+    anthropic_tool_use,
+    chat_reply,
+    gemini_part,
+    gemini_reply,
+)
 
 if TYPE_CHECKING:
     from .kb_backend import HashingEmbedder, KnowledgeBackendContract
@@ -38,6 +55,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Failure",
+    "FakeModelServer",
+    "FakeResponse",
+    "FakeServer",
     "HashingEmbedder",
     "InvariantViolation",
     "KnowledgeBackendContract",
@@ -45,12 +65,20 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedProvider",
     "SessionStoreContract",
+    "anthropic_redacted_thinking",
+    "anthropic_reply",
+    "anthropic_text",
+    "anthropic_thinking",
+    "anthropic_tool_use",
     "assert_invariant",
     "auth_failed",
     "call",
     "call_tool",
+    "chat_reply",
     "connection_dropped",
     "context_overflow",
+    "gemini_part",
+    "gemini_reply",
     "invariant_violations",
     "make_tool_context",
     "overloaded",
