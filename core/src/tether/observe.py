@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Done, RunAborted
+from .events import notify as notify_each
 from .tool_execution import ToolExecutor
 
 if TYPE_CHECKING:
@@ -99,8 +100,6 @@ def run_start(settings: RunSettings, session_id: str) -> RunStart:
 def notify(run: RunStart, observers: Sequence[Callable[[Any], None]], event: Any) -> None:
     """Give ``event`` to each observer (:func:`tether.events.notify`) while
     :func:`current_run` is ``run``."""
-    from .events import notify as notify_each
-
     token = _CURRENT_RUN.set(run)
     try:
         notify_each(observers, event)
