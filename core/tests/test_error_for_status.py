@@ -13,6 +13,7 @@ from tether.errors import (
     ProviderTimeoutError,
     RateLimitError,
     ServerError,
+    endpoint_of,
     error_for_status,
 )
 
@@ -62,3 +63,17 @@ def test_the_message_names_the_api_where_and_what_to_do() -> None:
 def test_a_rate_limit_keeps_the_providers_retry_after() -> None:
     error = error_for_status(429, "slow down", provider="acme", retry_after=7.5)
     assert isinstance(error, RateLimitError) and error.retry_after == 7.5
+
+
+def test_the_endpoint_is_named_without_the_credentials_a_url_can_carry() -> None:
+    import httpx
+
+    request = httpx.Request(
+        "POST", "http://user:pw-secret@127.0.0.1:8080/v1/models/m:stream?key=k-1"
+    )
+    response = httpx.Response(400, request=request)
+    endpoint = endpoint_of(response)
+    assert endpoint == "POST http://127.0.0.1:8080/v1/models/m:stream"
+    assert endpoint_of(httpx.Response(400)) is None
+    error = error_for_status(400, "bad field", provider="acme", endpoint=endpoint)
+    assert str(error) == f"acme rejected the request (HTTP 400) at {endpoint}: bad field"

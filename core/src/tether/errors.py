@@ -95,6 +95,7 @@ __all__ = [
     "UnknownProviderError",
     "UnknownToolError",
     "WallTimeExceeded",
+    "endpoint_of",
     "error_class_for_status",
     "error_for_status",
 ]
@@ -478,6 +479,7 @@ def error_for_status(
     where: str | None = None,
     retry_after: float | None = None,
     hints: dict[type[ProviderError], str] | None = None,
+    endpoint: str | None = None,
 ) -> ProviderError:
     """The :class:`ProviderError` for an HTTP error ``status`` (the one ladder every
     provider plugin shares; vendor quirks such as error types inside a ``200`` stream are
@@ -487,10 +489,14 @@ def error_for_status(
     names the API (default: ``provider``), ``where`` defaults to ``HTTP <status>``,
     ``detail`` is the API's own message, and ``hints`` gives per error class what the
     user can do (which key variable to check, which command lists the models).
-    ``retry_after`` (seconds) is kept on a :class:`RateLimitError`.
+    ``retry_after`` (seconds) is kept on a :class:`RateLimitError`. ``endpoint`` (from
+    :func:`endpoint_of`) names the request that failed: ``... (HTTP 400) at POST
+    https://host/v1/messages: <detail>``, so a failure behind a proxy or a compatible
+    server says which URL answered.
     """
     kind = error_class_for_status(status)
-    message = f"{label or provider} {_WHAT[kind]} ({where or f'HTTP {status}'}): {detail}"
+    at = f" at {endpoint}" if endpoint else ""
+    message = f"{label or provider} {_WHAT[kind]} ({where or f'HTTP {status}'}){at}: {detail}"
     hint = (hints or {}).get(kind)
     if hint:
         message = f"{message.rstrip('.')}. {hint}"
@@ -499,3 +505,28 @@ def error_for_status(
             message, retry_after=retry_after, provider=provider, status_code=status
         )
     return kind(message, provider=provider, status_code=status)
+
+
+def endpoint_of(response: object) -> str | None:
+    """``"POST https://host/v1/messages"`` for an HTTP response (or request) of httpx,
+    httpx2 or aiohttp, found by duck typing; ``None`` when it does not say.
+
+    The query string and any user name or password in the URL are left out: they are
+    where credentials travel (``?key=...``), and the path is what names the endpoint.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        request = getattr(response, "request", None)
+        source = request if getattr(request, "url", None) is not None else response
+        method, url = getattr(source, "method", None), getattr(source, "url", None)
+    except RuntimeError:  # an httpx response built without its request
+        return None
+    if not isinstance(method, str) or url is None:
+        return None
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return f"{method} {urlunsplit((parts.scheme, netloc, parts.path, '', ''))}"

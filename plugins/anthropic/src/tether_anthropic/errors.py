@@ -18,6 +18,7 @@ from tether.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderTimeoutError,
+    endpoint_of,
     error_class_for_status,
     error_for_status,
 )
@@ -61,8 +62,10 @@ def translate(exc: BaseException, key_variable: str) -> ProviderError | None:
         )
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__ or exc
+        at = endpoint_of(exc)
         return ProviderConnectionError(
-            f"Could not connect to the Anthropic API: {_describe(cause)}. Check the network "
+            f"Could not connect to the Anthropic API{f' ({at})' if at else ''}: "
+            f"{_describe(cause)}. Check the network "
             "and the base URL (ANTHROPIC_BASE_URL or `base_url` under [providers.anthropic]).",
             provider=PROVIDER,
         )
@@ -129,6 +132,7 @@ def _from_status(exc: Any, key_variable: str) -> ProviderError:
         provider=PROVIDER,
         label="The Anthropic API",
         where=label,
+        endpoint=endpoint_of(exc.response),
         retry_after=parse_retry_after(headers),
         hints={
             AuthenticationError: f"Check the key in the {key_variable} environment variable.",

@@ -36,6 +36,7 @@ from tether.errors import (
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
+    endpoint_of,
     error_class_for_status,
     error_for_status,
 )
@@ -76,8 +77,11 @@ def translate_error(
         )
     if isinstance(exc, httpx.TransportError | httpx.StreamError):
         detail = str(exc) or type(exc).__name__
+        at = endpoint_of(exc)
         return ProviderConnectionError(
-            f"The connection to the Gemini API failed or dropped: {detail}.", provider=PROVIDER
+            f"The connection to the Gemini API{f' ({at})' if at else ''} failed or dropped: "
+            f"{detail}. Check that the server is reachable.",
+            provider=PROVIDER,
         )
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         return ProviderError(
@@ -128,6 +132,7 @@ def _from_api_error(exc: Any, config: ProviderConfig, model: str | None) -> Prov
         provider=PROVIDER,
         label="The Gemini API",
         where=where,
+        endpoint=endpoint_of(getattr(exc, "response", None)),
         retry_after=_retry_after(exc, error),
         hints={
             AuthenticationError: f"{key_hint(config)}.",

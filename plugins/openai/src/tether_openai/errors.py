@@ -24,6 +24,7 @@ from tether.errors import (
     RateLimitError,
     RefusalError,
     ServerError,
+    endpoint_of,
     error_for_status,
 )
 from tether.retry import parse_retry_after as retry_after
@@ -176,6 +177,7 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
         provider=name,
         label=ctx.label,
         where=f"HTTP {status}, {tag}" if tag else f"HTTP {status}",
+        endpoint=endpoint_of(exc.response),
         retry_after=retry_after(headers),
         hints={
             AuthenticationError: f"Set {ctx.key_env} to a valid key.",
