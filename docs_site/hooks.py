@@ -13,6 +13,7 @@ Three pages are not written by hand, so they cannot drift from what they describ
 
 from __future__ import annotations
 
+import html
 import inspect
 import re
 import types
@@ -167,6 +168,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _code(text: str) -> str:
+    """Inline code inside a table cell (a ``|`` in a code span would end the cell)."""
+    return f"<code>{html.escape(text).replace('|', '&#124;')}</code>"
+
+
 def config_page() -> str:
     lines = [
         "# Configuration reference",
@@ -182,7 +188,7 @@ def config_page() -> str:
             lines += [_rst_to_markdown(doc), ""]
         lines += ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| `{key}` | `{_cell(kind)}` | `{_cell(default)}` | {_cell(description)} |"
+            f"| `{key}` | {_code(kind)} | {_code(default)} | {_cell(description)} |"
             for key, kind, default, description in rows
         ]
         lines.append("")
