@@ -143,15 +143,22 @@ _SHELL_LANGUAGES = {"console", "bash", "sh", "shell", "pycon"}
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_example_runs_or_says_why_not(page: Path) -> None:
-    """A Python or console block either runs in these tests (an untitled Python block of a
-    runnable page, or a file of the tutorial) or is marked, on the line before its fence,
+    """A Python or console block either runs in the tests (an untitled Python block of a
+    runnable page, a file of the tutorial, the README's first commands) or is marked, on the line before its fence,
     with ``<!-- not runnable: REASON -->``."""
-    lines = page.read_text(encoding="utf-8").splitlines()
+    text = page.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    # The README's console blocks before "Use it from Python" run in test_readme_commands.
+    readme_commands_end = (
+        text[: text.index("## Use it from Python")].count("\n") if page.name == "README.md" else 0
+    )
     unmarked = []
     for block in code_blocks(page):
         if block.language != "python" and block.language not in _SHELL_LANGUAGES:
             continue
-        runs = block.language == "python" and (page in RUNNABLE_PAGES or block.title is not None)
+        runs = (
+            block.language == "python" and (page in RUNNABLE_PAGES or block.title is not None)
+        ) or (block.language == "console" and block.line < readme_commands_end)
         marked = block.line >= 2 and _NOT_RUNNABLE.match(lines[block.line - 2]) is not None
         if not runs and not marked:
             unmarked.append(f"line {block.line} ({block.language})")
