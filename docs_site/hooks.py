@@ -173,6 +173,21 @@ def _code(text: str) -> str:
     return f"<code>{html.escape(text).replace('|', '&#124;')}</code>"
 
 
+def _guide_sections() -> dict[str, str]:
+    """Headings of the hand-written configuration page -> their anchors."""
+    from pathlib import Path
+
+    from markdown.extensions.toc import slugify
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+    sections = {}
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            sections[heading] = slugify(heading.replace("`", ""), "-")
+    return sections
+
+
 def config_page() -> str:
     lines = [
         "# Configuration reference",
@@ -182,10 +197,15 @@ def config_page() -> str:
         "keys combine and the environment variables.",
         "",
     ]
+    explained = _guide_sections()
     for table, doc, rows in config_keys():
-        lines += [f"## `[{table}]`" if table else "## Top-level keys", ""]
+        heading = f"`[{table}]`" if table else "Top-level keys"
+        lines += [f"## {heading}", ""]
         if doc:
             lines += [_rst_to_markdown(doc), ""]
+        anchor = explained.get(heading)
+        if anchor:
+            lines += [f"Explained in [Configuration](../configuration.md#{anchor}).", ""]
         lines += ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |"]
         lines += [
             f"| `{key}` | {_code(kind)} | {_code(default)} | {_cell(description)} |"
