@@ -57,6 +57,14 @@ def register_providers(providers: ProviderRegistrar) -> None:
         provider's :class:`~tether.config.ProviderConfig` and returns a
         :class:`~tether.provider.Provider`. It is called lazily, so import vendor SDKs
         inside it.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_providers(providers):
+            providers.add("acme", make_acme_provider, prefixes=("acme-",))
     """
 
 
@@ -71,6 +79,14 @@ def register_tools(tools: ToolRegistrar) -> None:
         ``tools.config`` is the :class:`~tether.config.Config` of the agent or CLI
         invocation (``None`` when the manager was built without one), for toolsets that
         are configured, e.g. from a plugin table (``tools.config.section("mcp")``).
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_tools(tools):
+            tools.add(tether.Toolset("weather", [get_weather, get_forecast]))
     """
 
 
@@ -78,13 +94,22 @@ def register_tools(tools: ToolRegistrar) -> None:
 def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
     """Register knowledge-base backends.
 
-    Called once per plugin manager, the first time a memory backend is looked up.
+    Called once per plugin manager, the first time a knowledge base is opened.
 
     :param backends: call ``backends.add(name, factory)``; ``factory(**settings)``
-        returns a knowledge-base backend (the ``Backend`` protocol of
-        :mod:`tether.knowledge.backend`). ``settings`` are the ``[memory] settings`` of the
+        returns a knowledge-base backend (the :class:`~tether.knowledge.KnowledgeBackend`
+        protocol; its tests should subclass
+        :class:`tether.testing.KnowledgeBackendContract`). ``settings`` are the ``[memory] settings`` of the
         configuration plus ``data_dir``, the directory where a persistent backend keeps
         its files (``<data dir>/knowledge`` unless configured).
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_memory_backends(backends):
+            backends.add("acme", AcmeBackend)  # AcmeBackend(**settings)
     """
 
 
@@ -96,6 +121,14 @@ def register_compaction_strategies(strategies: CompactionStrategyRegistrar) -> N
 
     :param strategies: call ``strategies.add(name, factory)``; ``factory(**settings)``
         returns a :class:`~tether.compaction.CompactionStrategy`.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_compaction_strategies(strategies):
+            strategies.add("keep-last", KeepLastStrategy)
     """
 
 
@@ -110,6 +143,14 @@ def register_session_stores(stores: SessionStoreRegistrar) -> None:
         settings`` of the configuration plus ``data_dir``. Connect lazily (on the first
         awaited call), not in the factory. A store's tests should subclass
         :class:`tether.testing.SessionStoreContract`.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_session_stores(stores):
+            stores.add("acme", AcmeSessionStore)  # AcmeSessionStore(**settings)
     """
 
 
@@ -117,11 +158,21 @@ def register_session_stores(stores: SessionStoreRegistrar) -> None:
 def register_embedders(embedders: EmbedderRegistrar) -> None:
     """Register text embedders for the knowledge base.
 
+    Called once per plugin manager, the first time a knowledge base loads its embedder.
+
     :param embedders: call ``embedders.add(name, factory)``; ``factory(**settings)``
         returns a :class:`tether.knowledge.embedders.Embedder`: ``name``, ``dimensions``,
         ``async embed(texts) -> list[list[float]]`` for documents and
         ``async embed_query(text) -> list[float]`` for queries. Import heavy libraries
         inside the factory, not at module import time.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_embedders(embedders):
+            embedders.add("acme", AcmeEmbedder)  # AcmeEmbedder(**settings)
     """
 
 
@@ -139,6 +190,14 @@ def register_observers(observers: ObserverRegistrar) -> None:
         :func:`tether.observe.current_run` is the run that emitted the event; an observer
         with a ``tool_scope(call)`` method has it entered around every tool body (see
         :mod:`tether.observe`).
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_observers(observers):
+            observers.add("print", lambda event: print(type(event).__name__))
     """
 
 
@@ -149,6 +208,14 @@ def register_commands(commands: CommandRegistrar) -> None:
     Called once when the CLI starts.
 
     :param commands: call ``commands.add(click_command)``.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_commands(commands):
+            commands.add(acme_command)  # a click command: `tether acme ...`
     """
 
 
@@ -160,6 +227,14 @@ def register_skills(skills: SkillRegistrar) -> None:
     Project (``.tether/skills/``) and user-config skills of the same name take precedence.
 
     :param skills: call ``skills.add(path_to_folder)`` or ``skills.add(Skill(...))``.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_skills(skills):
+            skills.add(Path(__file__).parent / "skills" / "release-notes")
     """
 
 
@@ -172,4 +247,12 @@ def register_strategies(strategies: StrategyRegistrar) -> None:
 
     :param strategies: call ``strategies.add(name, factory)``; ``factory(**settings)``
         returns a :class:`~tether.strategies.Strategy`.
+
+    Since 0.1.
+
+    Example::
+
+        @tether.hookimpl
+        def register_strategies(strategies):
+            strategies.add("draft-then-check", DraftThenCheck)
     """

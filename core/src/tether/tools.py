@@ -50,8 +50,10 @@ Timeout = float | None | Literal["default"]
 class ToolContext:
     """What the runner hands a tool that asks for it (a parameter annotated ``ToolContext``).
 
-    ``idempotency_key`` is stable for a given session and tool call id: a call replayed
-    after a crash or retry carries the same key, so side effects can be deduplicated.
+    ``idempotency_key`` is stable for a given session and tool call id. The loop never
+    runs a call twice (a failed model call is retried, a tool call is not); a durable
+    runner that re-runs a call interrupted by a crash passes the same key, so a tool that
+    deduplicates its side effects on it acts once.
     ``state`` is shared by all tool calls of one run. ``env`` holds the variables a tool
     should pass to subprocesses (never modify ``os.environ``). ``deps`` is whatever the
     application passed as ``Agent(deps=...)``. ``scope`` is the calling run (a
