@@ -107,7 +107,7 @@ class SdkSide:
 
 def assembly_only(chunks: list[Any]) -> float:
     """Seconds the adapter's own per-chunk work takes on already-parsed chunks."""
-    from tether_google.assemble import StreamAssembler
+    from tether_google.stream import StreamAssembler
 
     started = time.perf_counter()
     assembler = StreamAssembler("google/gemini-2.5-flash")

@@ -18,7 +18,7 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse
 from tether_google import GoogleProvider
-from tether_google.convert import SKIP_SIGNATURE
+from tether_google.request import SKIP_SIGNATURE
 
 PNG = ImageBlock.from_bytes(b"\x89PNG\r\n\x1a\n-screenshot-", "image/png")
 

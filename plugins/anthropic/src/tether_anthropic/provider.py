@@ -13,8 +13,8 @@ from tether.scrub import scrub
 
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
 from .client import Credentials, make_client
-from .convert import build_params
 from .errors import malformed_stream, translate
+from .request import build_params
 from .stream import assemble
 
 if TYPE_CHECKING:

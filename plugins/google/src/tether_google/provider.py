@@ -1,9 +1,9 @@
 """The ``google`` provider: Gemini models through the google-genai SDK's streaming API.
 
-``stream()`` converts the request (:mod:`.convert`), calls
+``stream()`` converts the request (:mod:`.request`), calls
 ``client.aio.models.generate_content_stream`` and yields each text or thought delta the
 moment the SDK parses its chunk, then one :class:`~tether.provider.ModelResponse`
-assembled by :mod:`.assemble`. Every failure leaves as a :mod:`tether.errors` type
+assembled by :mod:`.stream`. Every failure leaves as a :mod:`tether.errors` type
 (:mod:`.errors`).
 """
 
@@ -17,10 +17,10 @@ from tether.config import ProviderConfig
 from tether.errors import InvalidRequestError
 from tether.provider import BaseProvider, ModelRequest, ProviderEvent
 
-from .assemble import StreamAssembler
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
 from .client import DEFAULT_TIMEOUT, build_client, missing_key_error, resolve_api_key
 from .errors import translate_error
+from .stream import StreamAssembler
 
 if TYPE_CHECKING:
     import httpx
@@ -73,7 +73,7 @@ class GoogleProvider(BaseProvider):
         return self._client
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        from .convert import build_config, build_contents
+        from .request import build_config, build_contents
 
         model_string = f"{self.name}/{request.model}"
         client = self._sdk()
