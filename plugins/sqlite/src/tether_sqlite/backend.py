@@ -307,10 +307,19 @@ class SqliteBackend:
             for slot in old_slots:
                 self._keywords.remove(slot)
                 self._vectors.remove(slot)
-            for ids, terms, (_, _, matrix) in zip(slots, encoded, prepared, strict=True):
-                self._keywords.add_many(ids, terms)
-                if matrix is not None:
-                    self._vectors.add_many(ids, matrix)
+            self._keywords.add_many(
+                [slot for ids in slots for slot in ids], [t for terms in encoded for t in terms]
+            )
+            with_vectors = [
+                (ids, matrix)
+                for ids, (_, _, matrix) in zip(slots, prepared, strict=True)
+                if matrix is not None
+            ]
+            if with_vectors:
+                self._vectors.add_many(
+                    [slot for ids, _ in with_vectors for slot in ids],
+                    np.concatenate([matrix for _, matrix in with_vectors]),
+                )
 
     def _prepare(
         self,
