@@ -5,6 +5,7 @@ a failure that names the server."""
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,3 +165,25 @@ async def test_an_unreachable_server_is_retried_then_fails_naming_it(
     assert len(sleep.delays) == 2
     assert caught.value.retryable is True
     assert url.removeprefix("http://") in str(caught.value), str(caught.value)
+
+
+OVERFLOW = "prompt is too long: the input token count exceeds the maximum number of tokens"
+
+
+@pytest.mark.parametrize("api", APIS, ids=[a.id for a in APIS])
+async def test_a_400_for_a_too_long_prompt_names_the_endpoint_too(api: Api, tmp_path: Any) -> None:
+    from tether.errors import ContextOverflowError
+    from tether.messages import Message
+    from tether.provider import ModelRequest
+
+    body = json.loads(json.dumps(api.error_body).replace(SERVER_MESSAGE, OVERFLOW))
+    with FakeServer() as server:
+        server.queue(FakeResponse.json(body, status=400))
+        provider = agent(api, server.url, RecordingSleep(), tmp_path).provider()
+        request = ModelRequest(model=api.model.partition("/")[2], messages=[Message.user("Hi")])
+        with pytest.raises(ContextOverflowError) as caught:
+            async for _ in provider.stream(request):
+                pass
+        await provider.aclose()
+    assert f"POST {server.url}{api.path}" in str(caught.value)
+    assert OVERFLOW in str(caught.value)

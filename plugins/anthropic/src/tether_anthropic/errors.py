@@ -122,7 +122,8 @@ def _from_status(exc: Any, key_variable: str) -> ProviderError:
         lowered = detail.lower()
         if any(marker in lowered for marker in _OVERFLOW_MARKERS):
             return ContextOverflowError(
-                f"The prompt does not fit the model's context window ({label}): {detail}",
+                f"The prompt does not fit the model's context window ({label})"
+                f"{_at(exc.response)}: {detail}",
                 provider=PROVIDER,
                 status_code=status,
             )
@@ -176,3 +177,9 @@ def _body_message(body: object) -> str | None:
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _at(response: object) -> str:
+    """`` at POST <url>`` for the request behind ``response``, or nothing."""
+    endpoint = endpoint_of(response)
+    return f" at {endpoint}" if endpoint else ""

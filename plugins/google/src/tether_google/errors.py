@@ -121,7 +121,8 @@ def _from_api_error(exc: Any, config: ProviderConfig, model: str | None) -> Prov
     where = f"{code} {status}".strip()
     if error_class_for_status(effective) is InvalidRequestError and _OVERFLOW.search(message):
         return ContextOverflowError(
-            f"The prompt is longer than the model's context window ({where}): {message}",
+            f"The prompt is longer than the model's context window ({where})"
+            f"{_at(getattr(exc, 'response', None))}: {message}",
             provider=PROVIDER,
             status_code=code,
         )
@@ -176,3 +177,9 @@ def _retry_after(exc: Any, error: Mapping[str, Any]) -> float | None:
 
 def _shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _at(response: object) -> str:
+    """`` at POST <url>`` for the request behind ``response``, or nothing."""
+    endpoint = endpoint_of(response)
+    return f" at {endpoint}" if endpoint else ""

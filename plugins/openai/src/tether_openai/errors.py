@@ -160,7 +160,7 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
         return quota
     if status in (400, 413, 422) and is_context_overflow(code, text):
         return ContextOverflowError(
-            f"The prompt is too long for the model (HTTP {status}: {text}).",
+            f"The prompt is too long for the model (HTTP {status}){_at(exc.response)}: {text}",
             provider=name,
             status_code=status,
         )
@@ -198,3 +198,9 @@ def _is_transport(exc: BaseException, base: str) -> bool:
         if cls.__name__ == base and cls.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore"):
             return True
     return False
+
+
+def _at(response: object) -> str:
+    """`` at POST <url>`` for the request behind ``response``, or nothing."""
+    endpoint = endpoint_of(response)
+    return f" at {endpoint}" if endpoint else ""
