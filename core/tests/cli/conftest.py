@@ -32,6 +32,17 @@ from tether.cli import cli
 HERE = Path(__file__).parent
 
 
+@pytest.fixture(autouse=True)
+def fresh_secret_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each CLI test starts with no secrets remembered from earlier tests: the registry is
+    process-wide by design, and a key another test registered must not redact this
+    test's expected output."""
+    from tether import scrub
+
+    monkeypatch.setattr(scrub, "_registered", set())
+    monkeypatch.setattr(scrub, "_cache", ((-1, None), (frozenset(), ())))
+
+
 @pytest.fixture
 def cli_config() -> str:
     """The configuration file's text; override in a module to change it."""
