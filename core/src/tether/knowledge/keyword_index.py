@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +36,8 @@ __all__ = ["KeywordIndex"]
 _IntArray = npt.NDArray[np.int64]
 #: Distinct words remembered by :meth:`KeywordIndex.encode_text` before it starts over.
 _WORD_MEMO_LIMIT = 1_000_000
+#: Marks a word not in the memo yet (stop words are -1, terms 0 and up).
+_UNKNOWN = -2
 _FloatArray = npt.NDArray[np.float32]
 
 
@@ -109,11 +111,16 @@ class KeywordIndex:
         per_text = [tokenizer.words(text) for text in texts]
         words = list(chain.from_iterable(per_text))
         word_ids = self._word_ids
-        try:
-            ids = np.fromiter(map(word_ids.__getitem__, words), dtype=np.int64, count=len(words))
-        except KeyError:
-            self._learn_words(words, tokenizer)
-            ids = np.fromiter(map(word_ids.__getitem__, words), dtype=np.int64, count=len(words))
+        ids = np.fromiter(
+            map(word_ids.get, words, repeat(_UNKNOWN)), dtype=np.int64, count=len(words)
+        )
+        unknown = np.flatnonzero(ids == _UNKNOWN)
+        if unknown.size:
+            missing = [words[i] for i in unknown.tolist()]
+            self._learn_words(missing, tokenizer)
+            ids[unknown] = np.fromiter(
+                map(word_ids.__getitem__, missing), dtype=np.int64, count=len(missing)
+            )
         owner = np.repeat(
             np.arange(len(texts), dtype=np.int64),
             np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text)),
