@@ -6,13 +6,12 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from tether import PluginManager, RunResult
 from tether.config import Config, load_config
 from tether.errors import ConfigError, RunCancelled, TetherError
 from tether.messages import Block, Message, TextBlock, new_id
-from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
-from tether.result import RunResult
-from tether.sessions.store import validate_session_name
+from tether.sessions import validate_session_name
 
 from .journal import EVENTS
 from .settings import DbosSettings

@@ -6,10 +6,9 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tether import Agent
+from tether import Agent, PluginManager
 from tether.config import Config, LimitsConfig
 from tether.errors import ConfigError
-from tether.plugins import PluginManager
 from tether.sessions import SessionBackend, open_session_backend
 
 from .settings import DbosSettings

@@ -17,8 +17,7 @@ from dbos import DBOS
 
 from tether.errors import ConfigError
 from tether.messages import Message
-from tether.sessions import SessionBackend, close_session
-from tether.sessions.repair import RepairReport
+from tether.sessions import RepairReport, SessionBackend, close_session
 from tether.sessions.versioned import SessionIO, VersionedStore
 
 from .journal import Journal

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 
 from dbos import DBOS
 
+from tether import Outcome, RunResult
 from tether.errors import TetherError
 from tether.events import Done, RunEvent, TextDelta, ThinkingDelta, event_to_dict
 from tether.messages import Message
-from tether.result import Outcome, RunResult
 
 from . import runtime
 from .boundary import DbosBoundary

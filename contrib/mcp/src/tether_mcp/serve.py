@@ -18,8 +18,8 @@ from typing import Any
 
 from mcp import types
 
+from tether import PluginManager
 from tether.config import Config
-from tether.plugins import PluginManager
 from tether.tools import Tool
 
 from .errors import McpConfigError
@@ -74,7 +74,7 @@ class ToolServer:
     ) -> None:
         from mcp.server.lowlevel import Server
 
-        from tether.cancel import CancelToken
+        from tether import CancelToken
         from tether.tool_execution import DEFAULT_TOOL_TIMEOUT_S, ToolExecutor
 
         self.tools = tools

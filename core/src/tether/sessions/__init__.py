@@ -25,7 +25,7 @@ from .jsonl import JsonlSession, load_session_file
 from .memory import InMemorySession
 from .repair import RepairAction, RepairReport, repair_messages
 from .sqlite import SqliteSessionStore
-from .store import SessionInfo, SessionStore
+from .store import SessionInfo, SessionStore, validate_session_name
 from .versioned import SessionSummary, StoredSession, VersionedStore
 
 __all__ = [
@@ -52,4 +52,5 @@ __all__ = [
     "open_session_backend",
     "repair_messages",
     "replace_messages",
+    "validate_session_name",
 ]

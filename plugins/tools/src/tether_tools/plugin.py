@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from tether.hookspecs import hookimpl
+from tether import hookimpl
 from tether.registry import ToolRegistrar
 from tether.tools import Toolset
 
