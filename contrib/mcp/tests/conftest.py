@@ -80,15 +80,16 @@ def _stdio_table(record: Path, **extra: Any) -> dict[str, Any]:
 
 
 class HttpServer:
-    def __init__(self, record: Path, mode: str = "http") -> None:
-        env = {**os.environ, "MCP_TEST_RECORD": str(record)}
+    def __init__(self, record: Path, mode: str = "http", port: int = 0) -> None:
+        env = {**os.environ, "MCP_TEST_RECORD": str(record), "MCP_TEST_PORT": str(port)}
         self.process = subprocess.Popen(
             [sys.executable, str(SERVER), mode], stdout=subprocess.PIPE, env=env, text=True
         )
         assert self.process.stdout is not None
         line = _readline(self.process, timeout=30)
         assert line.startswith("PORT "), line
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        self.port = int(line.split()[1])
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def close(self) -> None:
         self.process.terminate()
@@ -121,6 +122,23 @@ def http_server(record: Path) -> Iterator[HttpServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def start_http_server(record: Path) -> Iterator[Any]:
+    """``start_http_server(port=0)``: an HTTP test server (on ``port`` if given), stopped
+    at the end of the test."""
+    servers: list[HttpServer] = []
+
+    def start(port: int = 0) -> HttpServer:
+        servers.append(HttpServer(record, port=port))
+        return servers[-1]
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.close()
 
 
 @pytest.fixture

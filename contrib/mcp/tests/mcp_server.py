@@ -171,7 +171,7 @@ def main() -> None:
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", int(os.environ.get("MCP_TEST_PORT", "0"))))
     sock.listen(128)
     port = sock.getsockname()[1]
     print(f"PORT {port}", flush=True)

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+import tether
 from tether.errors import ToolError
+from tether.events import Done, ToolProgress
+from tether.testing import Reply, ScriptedProvider, call
 from tether_mcp.connection import ServerConnection
 from tether_mcp.settings import ServerSettings
 
@@ -51,3 +54,37 @@ async def test_a_server_that_died_between_calls(http_server: Any, record: Path) 
                 await connection.call("add", {"a": 1, "b": 2})
     finally:
         await connection.aclose()
+
+
+async def test_an_agent_recovers_when_the_server_is_back_on_its_port(
+    make_config: Any, start_http_server: Any
+) -> None:
+    first = start_http_server()
+    table = {"url": first.url, "restart_backoff": 0, "startup_timeout": 5}
+    model = ScriptedProvider(
+        [
+            Reply(tool_calls=[call("h__slow", seconds=60)]),
+            Reply(text="lost"),
+            Reply(tool_calls=[call("h__add", a=2, b=3)]),
+            Reply(text="back"),
+        ]
+    )
+    agent = tether.Agent(model, tools=["h"], config=make_config(h=table))
+    lost = None
+    try:
+        async with asyncio.timeout(60):
+            async for event in agent.stream("slow"):
+                if isinstance(event, ToolProgress):  # the call is running on the server
+                    first.process.kill()  # killed, not shut down
+                if isinstance(event, Done):
+                    lost = event.result
+            start_http_server(port=first.port)  # the server is back
+            back = await agent.run("add")
+    finally:
+        await agent.aclose()
+    assert lost is not None and lost.output == "lost"
+    [interrupted] = [r for m in lost.messages if m.role == "tool" for r in m.tool_results]
+    assert interrupted.is_error and "MCP server `h`" in interrupted.text
+    [added] = [r for m in back.messages if m.role == "tool" for r in m.tool_results]
+    assert not added.is_error and added.text.startswith("5")
+    assert back.output == "back"

@@ -30,7 +30,8 @@ log = logging.getLogger("tether.mcp")
 
 MAX_BACKOFF = 30.0
 START_RETRY = 30.0
-"""Seconds before a server that failed to start is tried again."""
+"""Seconds before a server that failed its first start is tried again. A server that ran
+before and is gone (restarted, redeployed) is tried again after the restart backoff."""
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -68,6 +69,7 @@ class ServerConnection:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._failures = 0
+        self._started = False
         self._retry_at = 0.0
         self._errlog: TextIO | None = None
         self._relister: asyncio.Future[None] | None = None
@@ -222,6 +224,7 @@ class ServerConnection:
             await self._stop_owner()
             raise
         self.problem = None
+        self._started = True
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         """The owner task: enter the SDK client, publish it, wait for ``stop``."""
@@ -363,7 +366,8 @@ class ServerConnection:
 
     def _failed(self, why: str) -> None:
         self._failures += 1
-        self._retry_at = time.monotonic() + max(self._backoff(), START_RETRY)
+        wait = self._backoff() if self._started else max(self._backoff(), START_RETRY)
+        self._retry_at = time.monotonic() + wait
         self.problem = f"The MCP server `{self.name}` could not be started: {why}."
         raise ServerUnavailable(
             f"{self.problem} Check [mcp.servers.{self.name}] in tether.toml"

@@ -98,6 +98,7 @@ class McpToolset(Toolset):
             if self.tools:
                 self.tools = []
                 self.version += 1
+            self._listing = -1  # offer the tools again once the server is back
             return
         self.problem = None
         if connection.listing != self._listing:
