@@ -10,18 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tether.errors import (
-    AuthenticationError,
-    ContextOverflowError,
-    InvalidRequestError,
-    PermissionDeniedError,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderTimeoutError,
-    endpoint_of,
-    error_class_for_status,
-    error_for_status,
-)
+from tether import errors
 from tether.retry import parse_retry_after
 
 __all__ = ["malformed_stream", "missing_key_error", "translate"]
@@ -37,16 +26,16 @@ _OVERFLOW_MARKERS = (
 )
 
 
-def missing_key_error(variable: str) -> AuthenticationError:
+def missing_key_error(variable: str) -> errors.AuthenticationError:
     """The error for a request made without any API key."""
-    return AuthenticationError(
+    return errors.AuthenticationError(
         f"No Anthropic API key found. Set the {variable} environment variable (or "
         f"`api_key_env` under [providers.anthropic] in tether.toml to name another one).",
         provider=PROVIDER,
     )
 
 
-def translate(exc: BaseException, key_variable: str) -> ProviderError | None:
+def translate(exc: BaseException, key_variable: str) -> errors.ProviderError | None:
     """The tether error for ``exc``, or ``None`` if ``exc`` is not an SDK or transport
     error (the caller re-raises it unchanged)."""
     import anthropic
@@ -55,39 +44,41 @@ def translate(exc: BaseException, key_variable: str) -> ProviderError | None:
     if isinstance(exc, anthropic.APIStatusError):
         return _from_status(exc, key_variable)
     if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderTimeoutError(
+        return errors.ProviderTimeoutError(
             "The Anthropic API did not answer in time. Raise `timeout` under "
             "[providers.anthropic] if long responses need more.",
             provider=PROVIDER,
         )
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__ or exc
-        at = endpoint_of(exc)
-        return ProviderConnectionError(
+        at = errors.endpoint_of(exc)
+        return errors.ProviderConnectionError(
             f"Could not connect to the Anthropic API{f' ({at})' if at else ''}: "
             f"{_describe(cause)}. Check the network "
             "and the base URL (ANTHROPIC_BASE_URL or `base_url` under [providers.anthropic]).",
             provider=PROVIDER,
         )
     if isinstance(exc, httpx2.TimeoutException):
-        return ProviderTimeoutError(
+        return errors.ProviderTimeoutError(
             f"The Anthropic stream stalled: {_describe(exc)}.", provider=PROVIDER
         )
     if isinstance(exc, httpx2.TransportError | httpx2.StreamError):
-        return ProviderConnectionError(
+        return errors.ProviderConnectionError(
             f"The connection to the Anthropic API dropped mid-stream: {_describe(exc)}.",
             provider=PROVIDER,
         )
     if isinstance(exc, anthropic.AnthropicError):
-        return ProviderError(f"The anthropic SDK failed: {_describe(exc)}", provider=PROVIDER)
+        return errors.ProviderError(
+            f"The anthropic SDK failed: {_describe(exc)}", provider=PROVIDER
+        )
     return None
 
 
-def malformed_stream(exc: BaseException) -> ProviderError | None:
+def malformed_stream(exc: BaseException) -> errors.ProviderError | None:
     """The error for a stream that breaks the Messages API's event protocol (undecodable
     data, a delta for a block that was never started), or ``None`` for anything else."""
     if isinstance(exc, ValueError | KeyError):
-        return ProviderError(
+        return errors.ProviderError(
             f"The Anthropic stream did not follow the Messages API event format: "
             f"{_describe(exc)}. If a proxy sits in between, check that it passes "
             "server-sent events through unchanged.",
@@ -110,7 +101,7 @@ _STATUS_OF_TYPE = {
 only their type."""
 
 
-def _from_status(exc: Any, key_variable: str) -> ProviderError:
+def _from_status(exc: Any, key_variable: str) -> errors.ProviderError:
     status: int = exc.status_code
     kind = getattr(exc, "type", None) or _body_type(exc.body)
     detail = getattr(exc, "api_message", None) or _body_message(exc.body) or str(exc)
@@ -118,28 +109,28 @@ def _from_status(exc: Any, key_variable: str) -> ProviderError:
     where = f"HTTP {status}" if status != 200 else "in the stream"
     label = f"{where}, {kind}" if kind else where
     effective = _STATUS_OF_TYPE.get(kind or "", status)
-    if error_class_for_status(effective) is InvalidRequestError and effective != 404:
+    if errors.error_class_for_status(effective) is errors.InvalidRequestError and effective != 404:
         lowered = detail.lower()
         if any(marker in lowered for marker in _OVERFLOW_MARKERS):
-            return ContextOverflowError(
+            return errors.ContextOverflowError(
                 f"The prompt does not fit the model's context window ({label})"
                 f"{_at(exc.response)}: {detail}",
                 provider=PROVIDER,
                 status_code=status,
             )
-    error = error_for_status(
+    error = errors.error_for_status(
         effective,
         detail,
         provider=PROVIDER,
         label="The Anthropic API",
         where=label,
-        endpoint=endpoint_of(exc.response),
+        endpoint=errors.endpoint_of(exc.response),
         retry_after=parse_retry_after(headers),
         hints={
-            AuthenticationError: f"Check the key in the {key_variable} environment variable.",
-            PermissionDeniedError: "The key is valid but may not use this model or feature "
+            errors.AuthenticationError: f"Check the key in the {key_variable} environment variable.",
+            errors.PermissionDeniedError: "The key is valid but may not use this model or feature "
             "(or the account has no credit).",
-            InvalidRequestError: _invalid_hint(effective),
+            errors.InvalidRequestError: _invalid_hint(effective),
         },
     )
     error.status_code = status
@@ -181,5 +172,5 @@ def _describe(exc: BaseException) -> str:
 
 def _at(response: object) -> str:
     """`` at POST <url>`` for the request behind ``response``, or nothing."""
-    endpoint = endpoint_of(response)
+    endpoint = errors.endpoint_of(response)
     return f" at {endpoint}" if endpoint else ""
