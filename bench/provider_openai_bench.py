@@ -243,9 +243,9 @@ def translation_only(body: bytes, kind: str, deltas: int, repeat: int) -> float:
     from openai.types.chat import ChatCompletionChunk
     from openai.types.responses import ResponseStreamEvent
 
-    from tether_openai.chat_stream import ChatAssembler
+    from tether_openai.chat.stream import ChatAssembler
     from tether_openai.errors import ErrorContext
-    from tether_openai.responses_stream import ResponsesAssembler
+    from tether_openai.responses.stream import ResponsesAssembler
 
     target: Any = ChatCompletionChunk if kind == "chat" else ResponseStreamEvent
     payloads = [frame.split(b"data: ", 1)[1] for frame in body.split(b"\n\n") if b"data: " in frame]

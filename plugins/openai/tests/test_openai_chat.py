@@ -717,7 +717,7 @@ async def test_compatible_server_reasoning_field_streams_as_thinking(
 
 
 def test_tools_definition_shape() -> None:
-    from tether_openai.chat_request import chat_params
+    from tether_openai.chat.request import chat_params
 
     req = request(
         Message.user("x"),

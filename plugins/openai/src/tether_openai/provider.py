@@ -16,13 +16,13 @@ from tether.config import ProviderConfig
 from tether.errors import ConfigError, InvalidRequestError, TetherError
 from tether.provider import BaseProvider, ModelCapabilities, ModelRequest, ProviderEvent
 
-from .chat_request import chat_params
-from .chat_stream import ChatAssembler
+from .chat.request import chat_params
+from .chat.stream import ChatAssembler
 from .client import Connection, make_client
 from .errors import translate
 from .profiles import OPENAI, Profile
-from .responses_request import responses_params
-from .responses_stream import ResponsesAssembler
+from .responses.request import responses_params
+from .responses.stream import ResponsesAssembler
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

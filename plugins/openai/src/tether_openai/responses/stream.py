@@ -27,8 +27,8 @@ from tether.messages import (
 )
 from tether.provider import ModelResponse, ProviderEvent
 
-from .errors import ErrorContext, from_stream_error
-from .history import parse_arguments
+from ..errors import ErrorContext, from_stream_error
+from ..history import parse_arguments
 
 __all__ = ["ResponsesAssembler", "responses_usage"]
 

@@ -23,7 +23,7 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ToolDefinition
 
-from .history import (
+from ..history import (
     arguments_text,
     cache_key,
     downgraded_thinking,

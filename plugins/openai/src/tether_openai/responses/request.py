@@ -28,8 +28,8 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, OutputSchema, ToolDefinition
 
-from .chat_request import effort
-from .history import (
+from ..chat.request import effort
+from ..history import (
     arguments_text,
     cache_key,
     downgraded_thinking,

@@ -27,7 +27,7 @@ from tether.messages import (
 )
 from tether.provider import ModelResponse, ProviderEvent
 
-from .history import parse_arguments
+from ..history import parse_arguments
 
 __all__ = ["ChatAssembler", "chat_usage"]
 

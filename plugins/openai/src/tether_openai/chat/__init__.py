@@ -1,0 +1,2 @@
+"""The Chat Completions API: :mod:`.request` builds the request, :mod:`.stream` assembles
+the streamed answer."""
