@@ -128,10 +128,13 @@ def _scrubbed(content: Content, limit: int | None) -> Content:
     pre = None if limit is None else limit * 4
     if isinstance(content, str):
         return scrub(cap_text(content, pre))
-    return [
-        TextBlock(text=scrub(cap_text(b.text, pre))) if isinstance(b, TextBlock) else b
-        for b in content
-    ]
+    return [_scrubbed_block(b, pre) if isinstance(b, TextBlock) else b for b in content]
+
+
+def _scrubbed_block(block: TextBlock, pre: int | None) -> TextBlock:
+    """``block`` itself when scrubbing and pre-cutting leave its text as it is."""
+    text = scrub(cap_text(block.text, pre))
+    return block if text == block.text else TextBlock(text=text)
 
 
 def _capped(content: Content, limit: int | None, image_limit: int | None) -> Content:

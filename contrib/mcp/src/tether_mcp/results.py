@@ -63,15 +63,12 @@ def _block(item: Any) -> Blocks:
 def _says(block: TextBlock | ImageBlock, structured: dict[str, Any]) -> bool:
     """Whether a text block already carries the structured content: the same JSON, or
     the value of the ``{"result": ...}`` wrapper SDKs put around a plain return value."""
-    if _same_json(block, structured):
-        return True
-    return set(structured) == {"result"} and _same_json(block, structured["result"])
-
-
-def _same_json(block: TextBlock | ImageBlock, value: Any) -> bool:
     if not isinstance(block, TextBlock):
         return False
     try:
-        return bool(json.loads(block.text) == value)
+        value = json.loads(block.text)
     except ValueError:
         return False
+    return bool(value == structured) or (
+        len(structured) == 1 and "result" in structured and bool(value == structured["result"])
+    )
