@@ -15,10 +15,22 @@ import json
 import re
 
 from tether.arguments import split_tool_arguments
-from tether.messages import ImageBlock, Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from tether.messages import (
+    Block,
+    ImageBlock,
+    Message,
+    MessageMeta,
+    StopReason,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
+from tether.provider import ModelResponse
 
 __all__ = [
     "arguments_text",
+    "assistant_response",
     "cache_key",
     "downgraded_thinking",
     "image_url",
@@ -85,3 +97,16 @@ def result_text(result: ToolResultBlock) -> str:
     if result.is_error and not text.lower().startswith("error"):
         return f"Error: {text}"
     return text
+
+
+def assistant_response(
+    blocks: list[Block], stop: StopReason, usage: Usage, model: str
+) -> ModelResponse:
+    """The ``ModelResponse`` ending a stream of either wire format: the assembled
+    assistant message, its stop reason and usage recorded in its meta."""
+    message = Message(
+        role="assistant",
+        content=blocks,
+        meta=MessageMeta(model=model, usage=usage, stop_reason=stop),
+    )
+    return ModelResponse(message=message, stop_reason=stop, usage=usage, model=model)

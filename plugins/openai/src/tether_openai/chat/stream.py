@@ -17,8 +17,6 @@ from tether.errors import ProviderConnectionError
 from tether.events import TextDelta, ThinkingDelta
 from tether.messages import (
     Block,
-    Message,
-    MessageMeta,
     StopReason,
     TextBlock,
     ThinkingBlock,
@@ -27,7 +25,7 @@ from tether.messages import (
 )
 from tether.provider import ModelResponse, ProviderEvent
 
-from ..history import parse_arguments
+from ..history import assistant_response, parse_arguments
 
 __all__ = ["ChatAssembler", "chat_usage"]
 
@@ -156,14 +154,7 @@ class ChatAssembler:
         elif calls and stop is StopReason.END_TURN:
             stop = StopReason.TOOL_USE
         usage = chat_usage(self._usage)
-        message = Message(
-            role="assistant",
-            content=blocks,
-            meta=MessageMeta(model=self._model_string, usage=usage, stop_reason=stop),
-        )
-        return ModelResponse(
-            message=message, stop_reason=stop, usage=usage, model=self._model_string
-        )
+        return assistant_response(blocks, stop, usage, self._model_string)
 
 
 def chat_usage(raw: Any) -> Usage:

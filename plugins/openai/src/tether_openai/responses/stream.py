@@ -17,8 +17,6 @@ from tether.errors import ProviderConnectionError
 from tether.events import TextDelta, ThinkingDelta
 from tether.messages import (
     Block,
-    Message,
-    MessageMeta,
     StopReason,
     TextBlock,
     ThinkingBlock,
@@ -28,7 +26,7 @@ from tether.messages import (
 from tether.provider import ModelResponse, ProviderEvent
 
 from ..errors import ErrorContext, from_stream_error
-from ..history import parse_arguments
+from ..history import assistant_response, parse_arguments
 
 __all__ = ["ResponsesAssembler", "responses_usage"]
 
@@ -119,14 +117,7 @@ class ResponsesAssembler:
                 blocks.append(ToolCallBlock.model_validate(call))
         stop = _stop_reason(response, refused=refused, has_calls=has_calls)
         usage = responses_usage(response.usage)
-        message = Message(
-            role="assistant",
-            content=blocks,
-            meta=MessageMeta(model=self._model_string, usage=usage, stop_reason=stop),
-        )
-        return ModelResponse(
-            message=message, stop_reason=stop, usage=usage, model=self._model_string
-        )
+        return assistant_response(blocks, stop, usage, self._model_string)
 
 
 def _thinking(item: Any) -> ThinkingBlock:
