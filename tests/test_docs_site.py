@@ -15,15 +15,15 @@ import html
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import typing
-import zlib
 from pathlib import Path
 
 import click
 import pytest
+
+from tether.testing.screenshots import read_png
 
 ROOT = Path(__file__).resolve().parents[1]
 MKDOCS = Path(sys.executable).with_name("mkdocs")
@@ -153,49 +153,6 @@ CHROMIUM = next(
 WIDTH, HEIGHT = 1200, 800
 HEADER = (0x40, 0x51, 0xB5)
 """The Material theme's default primary colour (indigo), the header bar's."""
-
-
-def read_png(path: Path) -> tuple[int, int, list[bytes]]:
-    """Width, height and RGB rows of an 8-bit, non-interlaced PNG (what Chromium writes)."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    position, chunks, header = 8, [], b""
-    while position < len(data):
-        (length,) = struct.unpack(">I", data[position : position + 4])
-        kind = data[position + 4 : position + 8]
-        if kind == b"IHDR":
-            header = data[position + 8 : position + 8 + length]
-        elif kind == b"IDAT":
-            chunks.append(data[position + 8 : position + 8 + length])
-        position += 12 + length
-    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and colour_type in (2, 6)
-    channels = 4 if colour_type == 6 else 3
-    raw = zlib.decompress(b"".join(chunks))
-    stride = width * channels
-    rows: list[bytes] = []
-    previous = bytearray(stride)
-    for y in range(height):
-        kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - channels] if x >= channels else 0
-            up = previous[x]
-            corner = previous[x - channels] if x >= channels else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 0xFF
-            elif kind == 2:
-                line[x] = (line[x] + up) & 0xFF
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                best = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[x] = (line[x] + best) & 0xFF
-        rows.append(bytes(b for i, b in enumerate(line) if channels == 3 or i % 4 != 3))
-        previous = line
-    return width, height, rows
 
 
 def _chromium(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

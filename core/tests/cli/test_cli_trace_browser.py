@@ -5,9 +5,7 @@ calls and the nested run). Skipped only when no Chromium binary is installed."""
 from __future__ import annotations
 
 import shutil
-import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from tether.config import Config
 from tether.retry import RetryPolicy
 from tether.runlog import open_run_log
 from tether.testing import Reply, ScriptedProvider, call, rate_limited
+from tether.testing.screenshots import read_png
 
 CHROMIUM = next(
     (
@@ -28,54 +27,6 @@ CHROMIUM = next(
 )
 WIDTH, HEIGHT = 1400, 900
 COLOURS = {"model": (0x79, 0x50, 0xF2), "tool": (0x12, 0xB8, 0x86), "run": (0x4C, 0x6E, 0xF5)}
-
-
-def read_png(path: Path) -> tuple[int, int, list[bytes]]:
-    """Width, height and RGB(A) rows of an 8-bit, non-interlaced PNG (what Chromium writes)."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    position, chunks, header = 8, [], b""
-    while position < len(data):
-        (length,) = struct.unpack(">I", data[position : position + 4])
-        kind = data[position + 4 : position + 8]
-        body = data[position + 8 : position + 8 + length]
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            chunks.append(body)
-        position += 12 + length
-    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and colour_type in (2, 6)
-    channels = 4 if colour_type == 6 else 3
-    raw = zlib.decompress(b"".join(chunks))
-    stride = width * channels
-    rows: list[bytes] = []
-    previous = bytearray(stride)
-    for y in range(height):
-        kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - channels] if x >= channels else 0
-            up = previous[x]
-            corner = previous[x - channels] if x >= channels else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 0xFF
-            elif kind == 2:
-                line[x] = (line[x] + up) & 0xFF
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                best = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[x] = (line[x] + best) & 0xFF
-        rows.append(bytes(line if channels == 3 else _rgb(line)))
-        previous = line
-    return width, height, rows
-
-
-def _rgb(line: bytearray) -> bytes:
-    return bytes(b for i, b in enumerate(line) if i % 4 != 3)
 
 
 def has_colour(rows: list[bytes], colour: tuple[int, int, int]) -> bool:
