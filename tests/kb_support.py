@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,47 +37,6 @@ class HashingEmbedder:
 
     async def embed_query(self, text: str) -> list[float]:
         return self.vector(text)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def chroma_server(path: Path) -> Iterator[tuple[str, int]]:
-    """A Chroma server on loopback, persisting to ``path``; stopped on exit."""
-    chroma = Path(sys.executable).parent / "chroma"
-    port = free_port()
-    process = subprocess.Popen(
-        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-    )
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError("the chroma server exited during start-up")
-            try:
-                if (
-                    httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code
-                    == 200
-                ):
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the chroma server did not answer within 60 s")
-            time.sleep(0.1)
-        yield "127.0.0.1", port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def make_backend(kind: str, directory: Path, server: tuple[str, int] | None = None) -> Any:
