@@ -415,13 +415,7 @@ class KnowledgeBase:
 
 def _unit(vector: Sequence[float]) -> list[float]:
     """``vector`` scaled to length 1 (unchanged if it is all zeros)."""
-    import numpy as np
-
-    array = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(array))
-    if not np.isfinite(norm):
-        raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
-    unit: list[float] = (array / norm).tolist() if norm > 0 else array.tolist()
+    unit: list[float] = _units([vector])[0].tolist()
     return unit
 
 
