@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.fileio",
             "tether.guard",
             "tether.output",
+            "tether.platforms",
             "tether.registry",
             "tether.resolve",
             "tether.run_settings",

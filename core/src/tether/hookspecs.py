@@ -56,7 +56,12 @@ def register_providers(providers: ProviderRegistrar) -> None:
         the part before the slash in ``name/model``; ``factory(config)`` receives the
         provider's :class:`~tether.config.ProviderConfig` and returns a
         :class:`~tether.provider.Provider`. It is called lazily, so import vendor SDKs
-        inside it.
+        inside it. A cloud platform that hosts several vendors' models is served by
+        family: ``providers.add("vertex", factory, family="claude-",
+        family_plugins={"gemini-": "tether-google"})`` registers this plugin's factory
+        for ``vertex/claude-*`` and names the distribution serving the other family, so
+        another plugin can add ``family="gemini-"`` to the same name (see
+        :class:`~tether.registry.ProviderRegistrar`).
 
     Since 0.1.
 
@@ -65,6 +70,7 @@ def register_providers(providers: ProviderRegistrar) -> None:
         @tether.hookimpl
         def register_providers(providers):
             providers.add("acme", make_acme_provider, prefixes=("acme-",))
+            providers.add("acme-cloud", make_acme_cloud_provider, family="acme-")
     """
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import DuplicateComponentError, UnknownComponentError, UnknownProviderError
+from .platforms import Family, Platform
 from .tools import Tool, Toolset, as_tool
 
 if TYPE_CHECKING:
@@ -172,10 +173,24 @@ class ProviderRegistrar(Registrar[ProviderFactory]):
     common ones (``api_key_env``, ``base_url``, ``timeout``, ``models``), each with its
     type (anything pydantic validates: ``float``, ``Literal["a", "b"]``, ...). When
     ``settings`` is given, any other key in that section is a configuration error.
+
+    Platforms: ``family="gemini-"`` registers the factory for the models of ``name`` whose
+    id starts with that prefix, so several plugins can serve one platform, each its own
+    model family (``vertex/gemini-*`` from one plugin, ``vertex/claude-*`` from another).
+    The name is then listed once, as a :class:`~tether.platforms.PlatformProvider` that
+    hands each model to its family's provider; ``settings`` and ``key_variables`` of the
+    families are merged. ``family_plugins`` maps the prefixes of the platform's other
+    families to the distributions that serve them, so a model of a family whose plugin is
+    missing fails with the ``pip install`` line to run. Two plugins claiming one family,
+    or one plugin the whole name while another claims a family, is a conflict.
     """
 
     kind = "provider"
     unknown_error = UnknownProviderError
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._platforms: dict[str, Platform] = {}
 
     def add(  # type: ignore[override]
         self,
@@ -187,16 +202,82 @@ class ProviderRegistrar(Registrar[ProviderFactory]):
         key_variables: tuple[str, ...] = (),
         default_model: str | None = None,
         settings: Mapping[str, Any] | None = None,
+        family: str | None = None,
+        family_plugins: Mapping[str, str] | None = None,
     ) -> None:
-        super().add(
-            name,
-            factory,
-            prefixes=tuple(prefixes),
-            description=description,
-            key_variables=tuple(key_variables),
-            default_model=default_model,
-            settings=dict(settings) if settings is not None else None,
+        options: dict[str, Any] = {
+            "prefixes": tuple(prefixes),
+            "description": description,
+            "key_variables": tuple(key_variables),
+            "default_model": default_model,
+            "settings": dict(settings) if settings is not None else None,
+        }
+        if family is None:
+            if name in self._platforms:
+                self._conflict(name, self._entries[name].source)
+                return
+            super().add(name, factory, **options)
+            return
+        self._add_family(name, family, factory, options, dict(family_plugins or {}))
+
+    def _add_family(
+        self,
+        name: str,
+        prefix: str,
+        factory: ProviderFactory,
+        options: dict[str, Any],
+        known: dict[str, str],
+    ) -> None:
+        if not prefix:
+            raise ValueError(f'The family of provider "{name}" needs a model-id prefix.')
+        platform = self._platforms.get(name)
+        existing = self._entries.get(name)
+        if existing is not None and platform is None:
+            self._conflict(name, existing.source)
+            return
+        platform = platform or self._platforms.setdefault(name, Platform(name))
+        taken = platform.families.get(prefix)
+        if taken is not None and taken.plugin != self.source.plugin:
+            self._conflict(name, Source(taken.plugin, taken.distribution))
+            return
+        platform.families[prefix] = Family(
+            prefix, factory, self.source.plugin, self.source.distribution, options
         )
+        for other, distribution in known.items():
+            platform.known.setdefault(other, distribution)
+        self._list_platform(platform)
+
+    def _list_platform(self, platform: Platform) -> None:
+        """(Re)build the one registration that stands for ``platform``."""
+        families = [platform.families[p] for p in sorted(platform.families)]
+        if not families:
+            self._entries.pop(platform.name, None)
+            del self._platforms[platform.name]
+            return
+        plugins = ", ".join(dict.fromkeys(f.plugin for f in families))
+        distributions = ", ".join(dict.fromkeys(f.distribution for f in families))
+        self._entries[platform.name] = Registration(
+            platform.name, platform.factory, Source(plugins, distributions), platform.options()
+        )
+
+    def _conflict(self, name: str, existing: Source) -> None:
+        self.conflicts.append(
+            DuplicateComponentError(
+                self.kind, name, existing.distribution, self.source.distribution
+            )
+        )
+
+    def platform(self, name: str) -> Platform | None:
+        """The platform registered as ``name`` by model family, or ``None``."""
+        return self._platforms.get(name)
+
+    def _drop_source(self, source: Source) -> None:
+        for platform in list(self._platforms.values()):
+            for prefix, family in list(platform.families.items()):
+                if family.plugin == source.plugin:
+                    del platform.families[prefix]
+            self._list_platform(platform)
+        super()._drop_source(source)
 
     def for_bare_model(self, model: str) -> str | None:
         """The provider whose longest registered prefix starts ``model``."""

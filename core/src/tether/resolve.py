@@ -32,6 +32,10 @@ def parse_model_string(
     provider explicitly; everything after the first slash is the model id, so
     ``openrouter/anthropic/claude-sonnet-4`` works. A bare name goes to the provider
     whose registered prefix matches it best (``claude-`` → anthropic).
+
+    For a platform served by model family (``vertex``), the model id must belong to an
+    installed family: :class:`~tether.errors.UnknownProviderError` names the plugin to
+    install, or lists the known families.
     """
     original = model.strip()
     if not original:
@@ -46,6 +50,9 @@ def parse_model_string(
             raise unknown_provider(providers, name)
         if not model_id:
             raise ConfigError(f'Model string "{original}" names no model after "{name}/".')
+        platform = providers.platform(name)
+        if platform is not None:
+            platform.family_for(model_id)
         return ModelRef(name, model_id)
     bare = providers.for_bare_model(resolved)
     if bare is None:
