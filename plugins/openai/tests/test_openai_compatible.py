@@ -135,10 +135,11 @@ async def test_unreachable_local_server_is_a_connection_error_naming_the_url() -
     assert url in str(info.value)
 
 
-def test_every_profile_has_a_default_base_url_except_openai() -> None:
+def test_every_profile_has_a_default_base_url_except_openai_and_azure() -> None:
     urls = {p.name: p.base_url for p in PROFILES}
     assert urls == {
         "openai": None,
+        "azure": None,
         "ollama": "http://localhost:11434/v1",
         "vllm": "http://localhost:8000/v1",
         "lmstudio": "http://localhost:1234/v1",

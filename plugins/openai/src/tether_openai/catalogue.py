@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from tether.provider import ModelCapabilities, ModelInfo, Pricing
 
-__all__ = ["CHAT_DEFAULT", "OPENAI_MODELS", "REASONING_DEFAULT"]
+__all__ = ["AZURE_MODELS", "CHAT_DEFAULT", "OPENAI_MODELS", "REASONING_DEFAULT"]
 
 
 def _reasoning(
@@ -101,3 +101,18 @@ OPENAI_MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("gpt-4o", _chat(128_000, 16_384, 2.50, 10.00, 1.25)),
     ModelInfo("gpt-4o-mini", _chat(128_000, 16_384, 0.15, 0.60, 0.075)),
 )
+
+AZURE_MODELS: tuple[ModelInfo, ...] = tuple(
+    ModelInfo(
+        info.id,
+        info.capabilities,
+        description=f"{info.description} Global Standard deployment.".lstrip(),
+    )
+    for info in OPENAI_MODELS
+)
+"""Azure OpenAI, keyed by the deployment name: a deployment named after its model (or
+starting with the model's name, such as ``gpt-4.1-prod``) gets that model's entry; any
+other name is mapped with ``model`` in its ``[providers.azure.models."<deployment>"]``
+section. Prices are those of Global Standard deployments, which Azure bills at OpenAI's
+list prices; Data Zone and Regional deployments cost more (about 10%), and provisioned
+throughput is billed per hour, so set ``pricing`` per deployment for those."""

@@ -18,6 +18,7 @@ from tether.config import ProviderConfig
 from tether.errors import AuthenticationError
 from tether.scrub import scrub
 
+from .azure import AzureSettings, TokenProvider, make_azure_client, missing_credential
 from .errors import ErrorContext
 from .profiles import Profile
 
@@ -38,15 +39,20 @@ class Connection:
     base_url: str | None
     timeout: float | None
     api_key: str | None = None
+    azure: AzureSettings | None = None
 
     def __repr__(self) -> str:
         key = "set" if self.api_key else "missing"
+        if self.azure is not None and self.azure.entra:
+            key = "entra"
         return scrub(
             f"Connection(profile={self.profile.name!r}, base_url={self.endpoint!r}, key={key})"
         )
 
     @classmethod
-    def from_config(cls, profile: Profile, config: ProviderConfig) -> Connection:
+    def from_config(
+        cls, profile: Profile, config: ProviderConfig, token_provider: TokenProvider | None = None
+    ) -> Connection:
         base_url = config.base_url
         if base_url is None and profile.base_url_env:
             base_url = os.environ.get(profile.base_url_env) or None
@@ -58,11 +64,14 @@ class Connection:
             base_url=base_url,
             timeout=config.timeout,
             api_key=config.resolve_api_key(profile.key_env),
+            azure=AzureSettings.from_config(config, token_provider) if profile.azure else None,
         )
 
     @property
     def endpoint(self) -> str:
         """The base URL requests go to, for messages."""
+        if self.azure is not None:
+            return self.base_url or self.azure.endpoint or "(no endpoint set)"
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_DEFAULT_URL
 
     @property
@@ -73,6 +82,13 @@ class Connection:
             key_env=self.key_env,
             base_url=self.endpoint,
             secret=self.api_key,
+            auth_hint=self.azure.auth_hint(self.key_env) if self.azure else None,
+            credential=self.azure.credential if self.azure and self.azure.entra else None,
+            permission_hint=self.azure.permission_hint() if self.azure else None,
+            not_found_hint="Check the deployment name (azure/<deployment>), the endpoint and "
+            "the API version."
+            if self.azure
+            else None,
         )
 
     def require_key(self) -> str:
@@ -80,6 +96,8 @@ class Connection:
         required key is missing. Keyless profiles send a placeholder."""
         if self.api_key:
             return self.api_key
+        if self.azure is not None:
+            raise missing_credential(self.key_env)
         if self.profile.key_required:
             raise AuthenticationError(
                 f"No API key for {self.profile.label}. Set the {self.key_env} environment variable "
@@ -91,6 +109,8 @@ class Connection:
 
 def make_client(connection: Connection, **options: Any) -> AsyncOpenAI:
     """An ``AsyncOpenAI`` client with SDK retries off (the runner retries, with events)."""
+    if connection.azure is not None:
+        return make_azure_client(connection, connection.azure)
     from openai import AsyncOpenAI
 
     kwargs: dict[str, Any] = {"api_key": connection.require_key(), "max_retries": 0, **options}

@@ -58,6 +58,11 @@ class ErrorContext:
     key_env: str
     base_url: str
     secret: str | None = None
+    auth_hint: str | None = None
+    permission_hint: str | None = None
+    not_found_hint: str | None = None
+    credential: str | None = None
+    """What a 401 rejected when it is not an API key (``"the Microsoft Entra ID token"``)."""
 
     def clean(self, text: str) -> str:
         if self.secret:
@@ -171,6 +176,13 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
         effective = 503
     headers = exc.response.headers if exc.response is not None else None
     tag = code or kind
+    if status == 401 and ctx.credential:
+        return AuthenticationError(
+            f"{ctx.label} rejected {ctx.credential} (HTTP 401{', ' + tag if tag else ''})"
+            f"{_at(exc.response)}: {text.rstrip('.')}. {ctx.auth_hint or ''}".rstrip(),
+            provider=name,
+            status_code=status,
+        )
     error = error_for_status(
         effective,
         text,
@@ -180,10 +192,13 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
         endpoint=endpoint_of(exc.response),
         retry_after=retry_after(headers),
         hints={
-            AuthenticationError: f"Set {ctx.key_env} to a valid key.",
-            PermissionDeniedError: "The key works but may not use this model or feature; "
+            AuthenticationError: ctx.auth_hint or f"Set {ctx.key_env} to a valid key.",
+            PermissionDeniedError: ctx.permission_hint
+            or "The key works but may not use this model or feature; "
             "check the project's permissions.",
-            InvalidRequestError: f"Check the model name and the base URL ({ctx.base_url})."
+            InvalidRequestError: (
+                ctx.not_found_hint or f"Check the model name and the base URL ({ctx.base_url})."
+            )
             if status == 404
             else "",
         },

@@ -1,6 +1,6 @@
-"""tether hooks of ``tether-openai``: the ``openai`` provider, one provider per
-OpenAI-compatible server profile (``ollama``, ``vllm``, ``lmstudio``, ``llamacpp``,
-``openrouter``), and the ``openai`` embedder. Nothing here imports the openai SDK."""
+"""tether hooks of ``tether-openai``: the ``openai`` and ``azure`` providers, one
+provider per OpenAI-compatible server profile (``ollama``, ``vllm``, ``lmstudio``,
+``llamacpp``, ``openrouter``), and the ``openai`` embedder. Nothing here imports the openai SDK."""
 
 from __future__ import annotations
 
@@ -26,6 +26,15 @@ DEFAULT_MODELS = {"openai": "gpt-4.1-mini"}
 SETTINGS: dict[str, Any] = {
     "api": Literal["responses", "chat"],
     "reasoning_summary": str | bool | None,
+}
+
+#: What ``[providers.azure]`` accepts besides :data:`SETTINGS`.
+AZURE_SETTINGS: dict[str, Any] = {
+    **SETTINGS,
+    "endpoint": str,
+    "api_version": str,
+    "auth": Literal["key", "entra"],
+    "token_scope": str,
 }
 
 
@@ -56,7 +65,7 @@ def register_providers(providers: ProviderRegistrar) -> None:
             description=profile.description,
             key_variables=(profile.key_env,) if profile.key_required else (),
             default_model=DEFAULT_MODELS.get(profile.name),
-            settings=SETTINGS,
+            settings=AZURE_SETTINGS if profile.azure else SETTINGS,
         )
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from tether.provider import ModelCapabilities, ModelInfo
 
-from .catalogue import CHAT_DEFAULT, OPENAI_MODELS
+from .catalogue import AZURE_MODELS, CHAT_DEFAULT, OPENAI_MODELS
 
-__all__ = ["OPENAI", "PROFILES", "Profile"]
+__all__ = ["AZURE", "OPENAI", "PROFILES", "Profile"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,8 @@ class Profile:
     ``key_required=False`` means requests go out without a key when none is configured
     (local servers). ``openai_features`` enables what only OpenAI's API accepts: the
     Responses API, ``prompt_cache_key``, ``max_completion_tokens`` and ``reasoning_effort``.
+    ``azure`` selects the SDK's Azure client (endpoint, API version, key or Entra ID token;
+    see :mod:`tether_openai.azure`).
     """
 
     name: str
@@ -40,6 +42,7 @@ class Profile:
     models: tuple[ModelInfo, ...] = ()
     default_capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
     description: str = ""
+    azure: bool = False
 
 
 _LOCAL = ModelCapabilities(context_window=8_192, max_output_tokens=4_096)
@@ -57,8 +60,23 @@ OPENAI = Profile(
     description="OpenAI: Chat Completions and the Responses API.",
 )
 
+AZURE = Profile(
+    name="azure",
+    label="Azure OpenAI",
+    key_env="AZURE_OPENAI_API_KEY",
+    key_required=True,
+    base_url=None,
+    openai_features=True,
+    models=AZURE_MODELS,
+    default_capabilities=CHAT_DEFAULT,
+    description="Azure OpenAI and Azure AI Foundry deployments (azure/<deployment>): "
+    "an API key or Microsoft Entra ID.",
+    azure=True,
+)
+
 PROFILES: tuple[Profile, ...] = (
     OPENAI,
+    AZURE,
     Profile(
         name="ollama",
         label="Ollama",

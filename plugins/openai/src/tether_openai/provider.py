@@ -8,14 +8,21 @@ else. OpenAI-compatible servers default to Chat Completions.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
 from tether.errors import ConfigError, InvalidRequestError, TetherError
-from tether.provider import BaseProvider, ModelCapabilities, ModelRequest, ProviderEvent
+from tether.provider import (
+    BaseProvider,
+    ModelCapabilities,
+    ModelInfo,
+    ModelRequest,
+    ProviderEvent,
+)
 
+from .azure import TokenProvider
 from .chat.request import chat_params
 from .chat.stream import ChatAssembler
 from .client import Connection, make_client
@@ -40,6 +47,9 @@ class OpenAIProvider(BaseProvider):
         ``"concise"``, ``"detailed"``, or ``""`` to not ask for summaries).
     :param profile: which API family member this is (see :mod:`tether_openai.profiles`).
     :param client: an ``AsyncOpenAI`` client to use instead of building one (tests, proxies).
+    :param token_provider: Azure only: a callable returning a Microsoft Entra ID bearer
+        token (or an awaitable of one), called before every request, e.g. azure-identity's
+        ``get_bearer_token_provider(credential, "https://cognitiveservices.azure.com/.default")``.
     """
 
     def __init__(
@@ -48,15 +58,16 @@ class OpenAIProvider(BaseProvider):
         *,
         profile: Profile = OPENAI,
         client: AsyncOpenAI | None = None,
+        token_provider: TokenProvider | None = None,
     ) -> None:
         config = config or ProviderConfig()
-        overrides, self._api_by_model = _split_api_overrides(config.models)
+        overrides, self._api_by_model, self._base_model = _split_api_overrides(config.models)
         super().__init__(model_overrides=overrides)
         self.profile = profile
         self.name = profile.name
         self.models = profile.models
         self.default_capabilities = profile.default_capabilities
-        self._connection = Connection.from_config(profile, config)
+        self._connection = Connection.from_config(profile, config, token_provider)
         self._api = _check_api(config.extra.get("api"), f"[providers.{profile.name}] api")
         summary = config.extra.get("reasoning_summary", "auto")
         self._summary: str | None = str(summary) if summary else None
@@ -75,12 +86,30 @@ class OpenAIProvider(BaseProvider):
         chosen = chosen or self._api
         if chosen is not None:
             return chosen
-        if self.profile.openai_features and super().capabilities(model).thinking:
+        if self.profile.openai_features and self._catalogued(model).thinking:
             return "responses"
         return "chat"
 
+    def _catalogued(self, model: str) -> ModelCapabilities:
+        """The catalogue entry of ``model`` with its configured overrides; a deployment
+        mapped to a model (``model = "gpt-4.1"`` in its section) starts from that model's."""
+        base_model = self._base_model.get(model)
+        if base_model is None:
+            return super().capabilities(model)
+        caps = super().capabilities(base_model)
+        overrides = self._overrides.get(model)
+        return caps.updated(overrides) if overrides else caps
+
+    def catalogue(self) -> Sequence[ModelInfo]:
+        return [
+            replace(info, capabilities=self._catalogued(info.id))
+            if info.id in self._base_model
+            else info
+            for info in super().catalogue()
+        ]
+
     def capabilities(self, model: str) -> ModelCapabilities:
-        caps = super().capabilities(model)
+        caps = self._catalogued(model)
         native_images = self.api_for(model) == "responses"
         if caps.images_in_tool_results != native_images:
             caps = replace(caps, images_in_tool_results=native_images)
@@ -132,12 +161,15 @@ class OpenAIProvider(BaseProvider):
 
     async def validate_auth(self) -> None:
         """Raise ``AuthenticationError`` naming the variable to set if a required key is
-        missing.
+        missing (for Azure also ``ConfigError`` naming a missing endpoint or API version).
 
         Sends nothing (the CLI calls this before every run, and compatible servers often
         have no ``/models`` endpoint): a key the API rejects fails the first request, at
         once and without retries. :meth:`verify_key` asks the API.
         """
+        if self._connection.azure is not None:
+            self._get_client()
+            return
         self._connection.require_key()
 
     async def verify_key(self) -> None:
@@ -171,15 +203,19 @@ def _check_api(value: object, where: str) -> str | None:
 
 def _split_api_overrides(
     models: Mapping[str, Mapping[str, Any]],
-) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Per-model config minus the ``api`` key (which is not a capability), and the
-    per-model ``api`` choices."""
+) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, str]]:
+    """Per-model config minus the keys that are not capabilities: the per-model ``api``
+    choices and the catalogue ``model`` a deployment is an instance of."""
     overrides: dict[str, dict[str, Any]] = {}
     apis: dict[str, str] = {}
+    base_models: dict[str, str] = {}
     for model, values in models.items():
         rest = dict(values)
         api = _check_api(rest.pop("api", None), f'[providers.*.models."{model}"] api')
         if api is not None:
             apis[model] = api
+        base_model = rest.pop("model", None)
+        if base_model is not None:
+            base_models[model] = str(base_model)
         overrides[model] = rest
-    return overrides, apis
+    return overrides, apis, base_models
