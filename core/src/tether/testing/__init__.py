@@ -11,6 +11,7 @@
   builds the streamed responses of OpenAI-compatible (:func:`chat_reply`), Anthropic
   (:func:`anthropic_reply`) and Gemini (:func:`gemini_reply`) APIs for it, so a provider
   plugin, an application or the ``tether`` command runs end to end with no key.
+  :class:`FakeGoogleOAuth` is a Google OAuth token endpoint for Google Cloud credentials.
 - :func:`assert_invariant` checks a history against the tool-call/result invariant.
 - The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
   is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .google_oauth import FakeGoogleOAuth
 from .http import FakeResponse, FakeServer
 from .invariant import InvariantViolation, assert_invariant, invariant_violations
 from .scripted import (
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Failure",
+    "FakeGoogleOAuth",
     "FakeModelServer",
     "FakeResponse",
     "FakeServer",

@@ -1,7 +1,8 @@
 """The Gemini models tether knows, as data.
 
 Prices are US dollars per million tokens on the Gemini Developer API (paid tier, prompts
-up to 200k tokens where the price has tiers). ``cache_read`` is the implicit/explicit
+up to 200k tokens where the price has tiers); :data:`VERTEX_MODELS` are the same models at
+Vertex AI's Standard (pay-as-you-go) prices, which differ for the 2.0 models. ``cache_read`` is the implicit/explicit
 context-cache rate; Gemini charges nothing extra to write its implicit cache, so
 ``cache_write`` stays unset. Override any entry, or add a model, in configuration::
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from tether.provider import ModelCapabilities, ModelInfo, Pricing
 
-__all__ = ["DEFAULT_CAPABILITIES", "MODELS"]
+__all__ = ["DEFAULT_CAPABILITIES", "MODELS", "VERTEX_MODELS"]
 
 _MILLION = 1_048_576
 
@@ -98,3 +99,21 @@ MODELS: tuple[ModelInfo, ...] = (
         caching=False,
     ),
 )
+
+
+_VERTEX_PRICES = {
+    "gemini-2.0-flash": Pricing(input=0.15, output=0.60, cache_read=0.0375),
+}
+"""Vertex AI prices where they differ from the Gemini Developer API's."""
+
+VERTEX_MODELS: tuple[ModelInfo, ...] = tuple(
+    ModelInfo(
+        id=info.id,
+        description=info.description,
+        capabilities=info.capabilities.updated({"pricing": _VERTEX_PRICES[info.id]})
+        if info.id in _VERTEX_PRICES
+        else info.capabilities,
+    )
+    for info in MODELS
+)
+"""The Gemini models of the ``vertex`` platform (``vertex/gemini-2.5-pro``)."""

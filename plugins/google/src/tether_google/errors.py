@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tether.config import ProviderConfig
@@ -44,7 +45,7 @@ from tether.retry import parse_retry_after
 
 from .client import key_hint
 
-__all__ = ["translate_error"]
+__all__ = ["GEMINI_API", "Api", "translate_error"]
 
 PROVIDER = "google"
 
@@ -57,41 +58,60 @@ _BAD_KEY_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED", "API
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)s\s*$")
 
 
+@dataclass(frozen=True, slots=True)
+class Api:
+    """Which API the errors come from, for their messages: the provider name, how to
+    call the API, its configuration section, and what to do about rejected credentials
+    or permissions (``None``: the Gemini Developer API's own advice)."""
+
+    provider: str = PROVIDER
+    label: str = "The Gemini API"
+    auth_hint: str | None = None
+    permission_hint: str = (
+        "The key is valid but may not use this model or feature; "
+        "check the project's access in Google AI Studio."
+    )
+
+
+GEMINI_API = Api()
+
+
 def translate_error(
-    exc: BaseException, config: ProviderConfig, model: str | None = None
+    exc: BaseException, config: ProviderConfig, model: str | None = None, api: Api = GEMINI_API
 ) -> ProviderError:
     """The tether error for ``exc`` (raise it ``from exc``). Unknown exceptions become a
     non-retryable ``ProviderError`` that names their type, so nothing vendor-specific leaks."""
     import httpx
     from google.genai import errors as genai_errors
 
+    name, label = api.provider, api.label
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, genai_errors.APIError):
-        return _from_api_error(exc, config, model)
+        return _from_api_error(exc, config, model, api)
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeoutError(
-            f"The Gemini API did not answer in time ({type(exc).__name__}). Raise "
-            f"[providers.google] timeout if responses are legitimately slow.",
-            provider=PROVIDER,
+            f"{label} did not answer in time ({type(exc).__name__}). Raise "
+            f"[providers.{name}] timeout if responses are legitimately slow.",
+            provider=name,
         )
     if isinstance(exc, httpx.TransportError | httpx.StreamError):
         detail = str(exc) or type(exc).__name__
         at = endpoint_of(exc)
         return ProviderConnectionError(
-            f"The connection to the Gemini API{f' ({at})' if at else ''} failed or dropped: "
-            f"{detail}. Check that the server is reachable.",
-            provider=PROVIDER,
+            f"The connection to {label.removeprefix('The ')}{f' ({at})' if at else ''} failed "
+            f"or dropped: {detail}. Check that the server is reachable.",
+            provider=name,
         )
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         return ProviderError(
-            f"The Gemini API sent a response the SDK could not parse: {_shorten(str(exc))}",
-            provider=PROVIDER,
+            f"{label} sent a response the SDK could not parse: {_shorten(str(exc))}",
+            provider=name,
             retryable=True,
         )
     return ProviderError(
         f"The Gemini request failed with {type(exc).__name__}: {_shorten(str(exc))}",
-        provider=PROVIDER,
+        provider=name,
     )
 
 
@@ -106,7 +126,7 @@ _STATUS_OF = {
 """The HTTP status a gRPC status name stands for, when the code does not say."""
 
 
-def _from_api_error(exc: Any, config: ProviderConfig, model: str | None) -> ProviderError:
+def _from_api_error(exc: Any, config: ProviderConfig, model: str | None, api: Api) -> ProviderError:
     code: int = exc.code or 0
     status: str = exc.status or ""
     message: str = exc.message or str(exc)
@@ -123,22 +143,21 @@ def _from_api_error(exc: Any, config: ProviderConfig, model: str | None) -> Prov
         return ContextOverflowError(
             f"The prompt is longer than the model's context window ({where})"
             f"{_at(getattr(exc, 'response', None))}: {message}",
-            provider=PROVIDER,
+            provider=api.provider,
             status_code=code,
         )
     name = f' "{model}"' if model else ""
     translated = error_for_status(
         effective,
         message,
-        provider=PROVIDER,
-        label="The Gemini API",
+        provider=api.provider,
+        label=api.label,
         where=where,
         endpoint=endpoint_of(getattr(exc, "response", None)),
         retry_after=_retry_after(exc, error),
         hints={
-            AuthenticationError: f"{key_hint(config)}.",
-            PermissionDeniedError: "The key is valid but may not use this model or feature; "
-            "check the project's access in Google AI Studio.",
+            AuthenticationError: api.auth_hint or f"{key_hint(config)}.",
+            PermissionDeniedError: api.permission_hint,
             RateLimitError: "Gemini rate limit or quota reached.",
             InvalidRequestError: f"Check the model name{name}; `tether models` lists known "
             "Gemini models."

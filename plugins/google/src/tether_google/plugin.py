@@ -15,8 +15,28 @@ if TYPE_CHECKING:
 
     from .embeddings import GoogleEmbedder
     from .provider import GoogleProvider
+    from .vertex import VertexGeminiProvider
 
-__all__ = ["create_embedder", "create_provider", "register_embedders", "register_providers"]
+__all__ = [
+    "VERTEX_FAMILIES",
+    "create_embedder",
+    "create_provider",
+    "create_vertex_provider",
+    "register_embedders",
+    "register_providers",
+]
+
+VERTEX_FAMILIES = {"gemini-": "tether-google", "claude-": "tether-anthropic"}
+"""The model families of the ``vertex`` platform and the distributions that serve them."""
+
+GEMINI_SETTINGS: dict[str, Any] = {
+    "safety_settings": list[dict[str, Any]],
+    "top_p": float,
+    "top_k": float,
+    "seed": int,
+    "cached_content": str,
+    "response_mime_type": str,
+}
 
 
 def create_provider(config: ProviderConfig) -> GoogleProvider:
@@ -24,6 +44,13 @@ def create_provider(config: ProviderConfig) -> GoogleProvider:
     from .provider import GoogleProvider
 
     return GoogleProvider(config)
+
+
+def create_vertex_provider(config: ProviderConfig) -> VertexGeminiProvider:
+    """The ``vertex`` provider of Gemini models; finds credentials on first use."""
+    from .vertex import VertexGeminiProvider
+
+    return VertexGeminiProvider(config)
 
 
 def create_embedder(**settings: Any) -> GoogleEmbedder:
@@ -42,14 +69,16 @@ def register_providers(providers: ProviderRegistrar) -> None:
         description="Gemini models through the Gemini Developer API (google-genai SDK).",
         key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         default_model="gemini-2.5-flash",
-        settings={
-            "safety_settings": list[dict[str, Any]],
-            "top_p": float,
-            "top_k": float,
-            "seed": int,
-            "cached_content": str,
-            "response_mime_type": str,
-        },
+        settings=GEMINI_SETTINGS,
+    )
+    providers.add(
+        "vertex",
+        create_vertex_provider,
+        family="gemini-",
+        family_plugins=VERTEX_FAMILIES,
+        description="Gemini on Google Cloud Vertex AI (Application Default Credentials).",
+        default_model="gemini-2.5-flash",
+        settings={"project": str, "location": str, **GEMINI_SETTINGS},
     )
 
 

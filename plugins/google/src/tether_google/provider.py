@@ -10,11 +10,12 @@ assembled by :mod:`.stream`. Every failure leaves as a :mod:`tether.errors` type
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
-from tether.errors import InvalidRequestError
+from tether.errors import InvalidRequestError, ProviderError
 from tether.provider import BaseProvider, ModelRequest, ProviderEvent
 
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
@@ -44,6 +45,8 @@ class GoogleProvider(BaseProvider):
     name = "google"
     models = MODELS
     default_capabilities = DEFAULT_CAPABILITIES
+    connection_settings: frozenset[str] = frozenset()
+    """Keys of the provider's section that say where to connect, not how to generate."""
 
     def __init__(
         self, config: ProviderConfig | None = None, *, http_client: httpx.AsyncClient | None = None
@@ -58,25 +61,37 @@ class GoogleProvider(BaseProvider):
 
     def _sdk(self) -> genai.Client:
         if self._client is None:
-            if not self._api_key:
-                raise missing_key_error(self._config)
-            if self._http_client is None:
-                import httpx
-
-                self._http_client = httpx.AsyncClient(timeout=self._timeout)
-            self._client = build_client(
-                self._api_key,
-                base_url=self._config.base_url,
-                timeout=self._timeout,
-                http_client=self._http_client,
-            )
+            self._client = self._make_client()
         return self._client
+
+    def _http(self) -> httpx.AsyncClient:
+        """The HTTP client requests go through (created on first use)."""
+        if self._http_client is None:
+            import httpx
+
+            self._http_client = httpx.AsyncClient(timeout=self._timeout)
+        return self._http_client
+
+    def _make_client(self) -> genai.Client:
+        if not self._api_key:
+            raise missing_key_error(self._config)
+        return build_client(
+            self._api_key,
+            base_url=self._config.base_url,
+            timeout=self._timeout,
+            http_client=self._http(),
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         from .request import build_config, build_contents
 
         model_string = f"{self.name}/{request.model}"
         client = self._sdk()
+        if self.connection_settings & request.settings.keys():
+            settings = {
+                k: v for k, v in request.settings.items() if k not in self.connection_settings
+            }
+            request = dataclasses.replace(request, settings=settings)
         try:
             contents, extra_system = build_contents(request, self.name)
             config = build_config(request, extra_system)
@@ -105,7 +120,7 @@ class GoogleProvider(BaseProvider):
                                 yield delta
                 assembler.add_chunk(chunk, candidate)
         except Exception as exc:
-            raise translate_error(exc, self._config, request.model) from exc
+            raise self._translate(exc, request.model) from exc
         finally:
             if chunks is not None:
                 with contextlib.suppress(Exception):
@@ -128,7 +143,10 @@ class GoogleProvider(BaseProvider):
         try:
             await client.aio.models.list(config={"page_size": 1})
         except Exception as exc:
-            raise translate_error(exc, self._config) from exc
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: BaseException, model: str | None = None) -> ProviderError:
+        return translate_error(exc, self._config, model)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
