@@ -8,12 +8,13 @@ an error can arrive inside a ``200`` stream as an SSE ``error`` event (typically
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tether import errors
 from tether.retry import parse_retry_after
 
-__all__ = ["malformed_stream", "missing_key_error", "translate"]
+__all__ = ["Hints", "malformed_stream", "missing_key_error", "translate"]
 
 PROVIDER = "anthropic"
 
@@ -35,14 +36,17 @@ def missing_key_error(variable: str) -> errors.AuthenticationError:
     )
 
 
-def translate(exc: BaseException, key_variable: str) -> errors.ProviderError | None:
+def translate(
+    exc: BaseException, key_variable: str, *, hints: Hints | None = None
+) -> errors.ProviderError | None:
     """The tether error for ``exc``, or ``None`` if ``exc`` is not an SDK or transport
-    error (the caller re-raises it unchanged)."""
+    error (the caller re-raises it unchanged). ``hints`` replace the API-key advice for
+    an API reached through a cloud platform."""
     import anthropic
     import httpx2
 
     if isinstance(exc, anthropic.APIStatusError):
-        return _from_status(exc, key_variable)
+        return _from_status(exc, key_variable, hints)
     if isinstance(exc, anthropic.APITimeoutError):
         return errors.ProviderTimeoutError(
             "The Anthropic API did not answer in time. Raise `timeout` under "
@@ -101,7 +105,18 @@ _STATUS_OF_TYPE = {
 only their type."""
 
 
-def _from_status(exc: Any, key_variable: str) -> errors.ProviderError:
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """What errors from a platform serving Claude (Vertex AI) say instead of the API-key
+    advice: the provider name, how to call the API, and what to do on a 401 or 403."""
+
+    provider: str
+    label: str
+    rejected: str
+    denied: str
+
+
+def _from_status(exc: Any, key_variable: str, hints: Hints | None = None) -> errors.ProviderError:
     status: int = exc.status_code
     kind = getattr(exc, "type", None) or _body_type(exc.body)
     detail = getattr(exc, "api_message", None) or _body_message(exc.body) or str(exc)
@@ -115,20 +130,24 @@ def _from_status(exc: Any, key_variable: str) -> errors.ProviderError:
             return errors.ContextOverflowError(
                 f"The prompt does not fit the model's context window ({label})"
                 f"{_at(exc.response)}: {detail}",
-                provider=PROVIDER,
+                provider=hints.provider if hints else PROVIDER,
                 status_code=status,
             )
     error = errors.error_for_status(
         effective,
         detail,
-        provider=PROVIDER,
-        label="The Anthropic API",
+        provider=hints.provider if hints else PROVIDER,
+        label=hints.label if hints else "The Anthropic API",
         where=label,
         endpoint=errors.endpoint_of(exc.response),
         retry_after=parse_retry_after(headers),
         hints={
-            errors.AuthenticationError: f"Check the key in the {key_variable} environment variable.",
-            errors.PermissionDeniedError: "The key is valid but may not use this model or feature "
+            errors.AuthenticationError: hints.rejected
+            if hints
+            else f"Check the key in the {key_variable} environment variable.",
+            errors.PermissionDeniedError: hints.denied
+            if hints
+            else "The key is valid but may not use this model or feature "
             "(or the account has no credit).",
             errors.InvalidRequestError: _invalid_hint(effective),
         },

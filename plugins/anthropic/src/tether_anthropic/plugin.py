@@ -11,7 +11,10 @@ if TYPE_CHECKING:
     from tether.provider import Provider
     from tether.registry import ProviderRegistrar
 
-__all__ = ["make_provider", "register_providers"]
+__all__ = ["VERTEX_FAMILIES", "make_provider", "make_vertex_provider", "register_providers"]
+
+VERTEX_FAMILIES = {"claude-": "tether-anthropic", "gemini-": "tether-google"}
+"""The model families of the ``vertex`` platform and the distributions that serve them."""
 
 
 def make_provider(config: ProviderConfig) -> Provider:
@@ -19,6 +22,13 @@ def make_provider(config: ProviderConfig) -> Provider:
     from .provider import AnthropicProvider
 
     return AnthropicProvider(config)
+
+
+def make_vertex_provider(config: ProviderConfig) -> Provider:
+    """Claude on Vertex AI (``vertex/claude-*``); finds credentials on first use."""
+    from .vertex import VertexClaudeProvider
+
+    return VertexClaudeProvider(config)
 
 
 @tether.hookimpl
@@ -31,6 +41,20 @@ def register_providers(providers: ProviderRegistrar) -> None:
         key_variables=("ANTHROPIC_API_KEY",),
         default_model="claude-sonnet-4-5",
         settings={
+            "prompt_caching": bool,
+            "cache_ttl": Literal["5m", "1h"],
+            "thinking_display": str,
+        },
+    )
+    providers.add(
+        "vertex",
+        make_vertex_provider,
+        family="claude-",
+        family_plugins=VERTEX_FAMILIES,
+        description="Claude on Google Cloud Vertex AI (Application Default Credentials).",
+        settings={
+            "project": str,
+            "location": str,
             "prompt_caching": bool,
             "cache_ttl": Literal["5m", "1h"],
             "thinking_display": str,

@@ -32,7 +32,9 @@ __all__ = [
     "PROJECT_VARIABLE",
     "VertexAccount",
     "credential_source",
+    "denied_hint",
     "load_account",
+    "rejected_hint",
     "translate_auth_error",
 ]
 
