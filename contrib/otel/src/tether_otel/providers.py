@@ -101,7 +101,8 @@ def _sdk_providers(
             meter_provider = SdkMeterProvider(resource=resource, metric_readers=[reader])
         return tracer_provider, meter_provider
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from .otlp import OTLPSpanExporter
 
     base = settings.endpoint.rstrip("/") if settings.endpoint else None
     timeout = None if _timeout_configured() else EXPORT_TIMEOUT_S
