@@ -95,6 +95,10 @@ class _Run:
     """(tool name, outcome) -> calls, added to the counters when the run ends."""
     labels: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """Metric attributes of chat calls by response model: (duration, input, output)."""
+    chats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The fixed attributes of chat spans, by response model."""
+    chat_name: str = ""
+    """The name of the run's chat spans (``chat <model>``)."""
 
 
 class OtelObserver:
@@ -192,7 +196,7 @@ class OtelObserver:
             attributes,
             start_time=int(start.started * 1e9),
         )
-        self._runs[start.run_id] = _Run(start, span, base)
+        self._runs[start.run_id] = _Run(start, span, base, chat_name=f"chat {model}")
 
     def _done(self, run: _Run, event: Done) -> None:
         result = event.result
@@ -269,11 +273,11 @@ class OtelObserver:
     def _turn_end(self, run: _Run, event: TurnEnd) -> None:
         now = time.time_ns()
         usage = event.usage
-        model = run.base["gen_ai.request.model"]
+        chat = run.chats.get(event.model)
+        if chat is None:
+            chat = run.chats[event.model] = _chat_attributes(run, event.model)
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            **run.base,
-            "gen_ai.response.model": _bare_model(event.model, run.start.provider),
+            **chat,
             "gen_ai.response.finish_reasons": (event.stop_reason.value,),
             "gen_ai.usage.input_tokens": usage.input_tokens,
             "gen_ai.usage.output_tokens": usage.output_tokens,
@@ -283,38 +287,35 @@ class OtelObserver:
             attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
         if usage.reasoning_tokens:
             attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
-        if run.start.temperature is not None:
-            attributes["gen_ai.request.temperature"] = run.start.temperature
-        if run.start.max_output_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = run.start.max_output_tokens
         if event.time_to_first_token is not None:
             attributes["gen_ai.response.time_to_first_chunk"] = event.time_to_first_token
         if event.cost is not None:
             attributes["tether.cost.usd"] = event.cost
+        events = None
         if run.retries:
             attributes["tether.attempts"] = 1 + len(run.retries)
+            events = [("gen_ai.retry", retry, at) for at, retry in run.retries]
+            run.retries.clear()
         if self.capture_content:
             text = "".join(run.text)
             run.text.clear()
             attributes["gen_ai.output.messages"] = _messages(
                 "assistant", text, event.stop_reason.value
             )
-        span = self.writer.open(
-            f"chat {model}",
+        self.writer.record(
+            run.chat_name,
             SpanKind.CLIENT,
             run.span.context,
             attributes,
-            start_time=now - int(event.latency * 1e9),
+            now - int(event.latency * 1e9),
+            now,
+            events,
         )
-        for at, retry in run.retries:
-            span.event("gen_ai.retry", retry, at)
-        run.retries.clear()
-        span.end(now)
         if self.instruments is not None:
             labels = run.labels.get(event.model)
             if labels is None:
                 labels = run.labels[event.model] = _chat_labels(
-                    run.base, attributes["gen_ai.response.model"]
+                    run.base, chat["gen_ai.response.model"]
                 )
             tokens = self.instruments.token_usage
             tokens.record(usage.input_tokens, labels[1])
@@ -401,6 +402,20 @@ class OtelObserver:
     def runs_in_progress(self) -> Iterator[str]:
         """Ids of the runs whose spans are open (for diagnostics)."""
         return iter(list(self._runs))
+
+
+def _chat_attributes(run: _Run, model: str) -> dict[str, Any]:
+    """The attributes every chat span of ``run`` answered by ``model`` starts with."""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        **run.base,
+        "gen_ai.response.model": _bare_model(model, run.start.provider),
+    }
+    if run.start.temperature is not None:
+        attributes["gen_ai.request.temperature"] = run.start.temperature
+    if run.start.max_output_tokens is not None:
+        attributes["gen_ai.request.max_tokens"] = run.start.max_output_tokens
+    return attributes
 
 
 def _chat_labels(base: dict[str, Any], response_model: str) -> tuple[dict[str, Any], ...]:

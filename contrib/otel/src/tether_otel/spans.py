@@ -5,7 +5,8 @@ attribute validation, a lock per span) — as much as a whole model round trip o
 harness. tether knows every span's timing and attributes when it ends, so with an SDK
 tracer provider :class:`SdkSpanWriter` only allocates the span's ids while it is open and
 hands one finished :class:`~opentelemetry.sdk.trace.ReadableSpan` to the provider's span
-processor (batching, export) when it ends: a few microseconds. Sampling follows the
+processor (batching, export) when it ends: a few microseconds (a span whose start and
+end are both known, a model call, is written in one step). Sampling follows the
 provider's sampler for a run without a parent and the parent's decision otherwise.
 
 Any other provider (the API's no-op one, a vendor SDK) goes through the tracer API
@@ -16,7 +17,7 @@ opened, so children and propagated trace headers can name it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from opentelemetry import trace
@@ -47,6 +48,20 @@ class OpenSpan(Protocol):
 
 
 class SpanWriter(Protocol):
+    def record(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        start_time: int,
+        end_time: int,
+        events: list[tuple[str, dict[str, Any], int]] | None = None,
+    ) -> None:
+        """A span whose start and end are both known: opened and ended at once, with
+        ``events`` as (name, attributes, timestamp)."""
+        ...
+
     def open(
         self,
         name: str,
@@ -92,9 +107,7 @@ class _SdkSpan:
         self.status: Status | None = None
 
     def event(self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None) -> None:
-        from opentelemetry.sdk.trace import Event
-
-        self.events.append(Event(name, dict(attributes), timestamp or time.time_ns()))
+        self.events.append(self.writer.event(name, dict(attributes), timestamp or time.time_ns()))
 
     def fail(self, description: str) -> None:
         self.status = Status(StatusCode.ERROR, description)
@@ -103,31 +116,25 @@ class _SdkSpan:
         return trace.NonRecordingSpan(self.context)
 
     def end(self, end_time: int | None = None) -> None:
-        if not self.context.trace_flags.sampled:
-            return
-        from opentelemetry.sdk.trace import ReadableSpan
-
-        writer = self.writer
-        span = ReadableSpan(
-            name=self.name,
-            context=self.context,
-            parent=self.parent,
-            resource=writer.resource,
-            attributes=self.attributes,
-            events=self.events,
-            kind=self.kind,
-            status=self.status or Status(StatusCode.UNSET),
-            start_time=self.start_time,
-            end_time=end_time or time.time_ns(),
-            instrumentation_scope=writer.scope,
-        )
-        writer.processor.on_end(span)
+        if self.context.trace_flags.sampled:
+            self.writer.emit(
+                self.name,
+                self.kind,
+                self.context,
+                self.parent,
+                self.attributes,
+                self.start_time,
+                end_time or time.time_ns(),
+                self.events,
+                self.status,
+            )
 
 
 class SdkSpanWriter:
     """Finished spans straight to the span processor of an SDK tracer (see module docs)."""
 
     def __init__(self, tracer: Any, version: str) -> None:
+        from opentelemetry.sdk.trace import Event, ReadableSpan
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         self.processor = tracer.span_processor
@@ -135,6 +142,22 @@ class SdkSpanWriter:
         self.ids = tracer.id_generator
         self.sampler = tracer.sampler
         self.scope = InstrumentationScope("tether_otel", version)
+        self.event = Event
+        self._readable = ReadableSpan
+        self._unset = Status(StatusCode.UNSET)
+
+    def _context(
+        self, name: str, kind: SpanKind, parent: SpanContext | None, attributes: dict[str, Any]
+    ) -> tuple[SpanContext, SpanContext | None]:
+        """A new span's context, and its parent's (``None`` for a root span)."""
+        if parent is not None and parent.is_valid:
+            trace_id, flags = parent.trace_id, parent.trace_flags
+        else:
+            parent = None
+            trace_id = self.ids.generate_trace_id()
+            decision = self.sampler.should_sample(None, trace_id, name, kind, attributes)
+            flags = TraceFlags(TraceFlags.SAMPLED if decision.decision.is_sampled() else 0)
+        return SpanContext(trace_id, self.ids.generate_span_id(), False, flags), parent
 
     def open(
         self,
@@ -144,15 +167,52 @@ class SdkSpanWriter:
         attributes: dict[str, Any],
         start_time: int | None = None,
     ) -> OpenSpan:
-        if parent is not None and parent.is_valid:
-            trace_id, flags = parent.trace_id, parent.trace_flags
-        else:
-            parent = None
-            trace_id = self.ids.generate_trace_id()
-            decision = self.sampler.should_sample(None, trace_id, name, kind, attributes)
-            flags = TraceFlags(TraceFlags.SAMPLED if decision.decision.is_sampled() else 0)
-        context = SpanContext(trace_id, self.ids.generate_span_id(), False, flags)
+        context, parent = self._context(name, kind, parent, attributes)
         return _SdkSpan(self, name, kind, context, parent, attributes, start_time or time.time_ns())
+
+    def record(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        start_time: int,
+        end_time: int,
+        events: list[tuple[str, dict[str, Any], int]] | None = None,
+    ) -> None:
+        context, parent = self._context(name, kind, parent, attributes)
+        if context.trace_flags.sampled:
+            finished = [self.event(*event) for event in events] if events else ()
+            self.emit(name, kind, context, parent, attributes, start_time, end_time, finished)
+
+    def emit(
+        self,
+        name: str,
+        kind: SpanKind,
+        context: SpanContext,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        start_time: int,
+        end_time: int,
+        events: Sequence[Any] = (),
+        status: Status | None = None,
+    ) -> None:
+        """Hand a finished span to the processor."""
+        self.processor.on_end(
+            self._readable(
+                name=name,
+                context=context,
+                parent=parent,
+                resource=self.resource,
+                attributes=attributes,
+                events=events,
+                kind=kind,
+                status=status or self._unset,
+                start_time=start_time,
+                end_time=end_time,
+                instrumentation_scope=self.scope,
+            )
+        )
 
 
 # -- API ------------------------------------------------------------------------------------------
@@ -197,6 +257,21 @@ class ApiSpanWriter:
             context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
         span = self.tracer.start_span(name, context=context, kind=kind, start_time=start_time)
         return _ApiSpan(span, attributes)
+
+    def record(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        start_time: int,
+        end_time: int,
+        events: list[tuple[str, dict[str, Any], int]] | None = None,
+    ) -> None:
+        span = self.open(name, kind, parent, attributes, start_time)
+        for event in events or ():
+            span.event(*event)
+        span.end(end_time)
 
 
 def writer_for(provider: trace.TracerProvider, version: str) -> SpanWriter:
