@@ -30,7 +30,8 @@ from opentelemetry.trace import (
 
 import tether
 from tether.config import Config
-from tether.testing import Reply, ScriptedProvider, call
+from tether.retry import RetryPolicy
+from tether.testing import Reply, ScriptedProvider, call, rate_limited
 from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
 from tether_otel.otlp import Encoder, OTLPSpanExporter, Unsupported, encode_spans
@@ -55,6 +56,10 @@ def collect(provider: TracerProvider) -> InMemorySpanExporter:
     return exporter
 
 
+async def no_sleep(delay: float) -> None:
+    return None
+
+
 @tether.tool
 def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -66,12 +71,20 @@ async def test_the_spans_of_a_run_encode_as_the_sdk_encodes_them() -> None:
     finished = collect(provider)
     plugin = OtelPlugin(tracer_provider=provider, capture_content=True)
     model = ScriptedProvider(
-        [Reply(tool_calls=[call("add", a=2, b=3), call("nope")]), Reply(text="5 — done")]
+        [
+            rate_limited(retry_after=0.0),
+            Reply(tool_calls=[call("add", a=2, b=3), call("nope")]),
+            Reply(text="5 — done"),
+        ]
     )
-    result = await tether.Agent(model, tools=[add], config=Config(), plugins=[plugin]).run("go")
+    agent = tether.Agent(
+        model, tools=[add], retry=RetryPolicy(sleep=no_sleep), config=Config(), plugins=[plugin]
+    )
+    result = await agent.run("go")
     assert result.ok
     spans = finished.get_finished_spans()
     assert len(spans) == 5  # the run, two chats, two tool calls (one failed)
+    assert any(span.events for span in spans)  # the retry
     assert_same_as_sdk(spans)
     assert_same_as_sdk(spans[:1])
 

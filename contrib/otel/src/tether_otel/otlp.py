@@ -44,6 +44,10 @@ _KIND = {
 }
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
+_KIND_INTERNAL = _KIND[SpanKind.INTERNAL]
+_KIND_CLIENT = _KIND[SpanKind.CLIENT]
+_LOCAL_PARENT = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE)
+_REMOTE_PARENT = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE | _IS_REMOTE)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _CACHE_LIMIT = 4096
@@ -106,6 +110,9 @@ class Encoder:
     def __init__(self) -> None:
         self._pairs: dict[tuple[bytes, str, Any], bytes] = {}
         self._keys: dict[str, bytes] = {}
+        self._names: dict[str, bytes] = {}
+        self._trace: tuple[int, bytes] = (0, b"")
+        self._status: tuple[Any, bytes] = (None, b"")
         self._resources: dict[int, tuple[Any, bytes]] = {}
         self._scopes: dict[int, tuple[Any, bytes]] = {}
 
@@ -181,37 +188,69 @@ class Encoder:
     def span(self, span: ReadableSpan) -> bytes:
         context = span.get_span_context()
         assert context is not None
-        out = [
-            b"\x0a\x10" + context.trace_id.to_bytes(16, "big"),
-            b"\x12\x08" + context.span_id.to_bytes(8, "big"),
-        ]
+        trace_id = context.trace_id
+        trace = self._trace  # read once: exporters on other threads may share the encoder
+        if trace[0] != trace_id:  # spans of one trace usually come together
+            trace = self._trace = (trace_id, b"\x0a\x10" + trace_id.to_bytes(16, "big"))
+        out = [trace[1], b"\x12\x08" + context.span_id.to_bytes(8, "big")]
         if context.trace_state:
             state = ",".join([f"{k}={v}" for k, v in context.trace_state.items()])
             out.append(_field(b"\x1a", state.encode()))
         parent = span.parent
         if parent:
             out.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
-        if span.name:
-            out.append(_field(b"\x2a", span.name.encode()))
-        out.append(_KIND[span.kind])
+        name = span.name
+        if name:
+            encoded = self._names.get(name)
+            if encoded is None:
+                if len(self._names) >= _CACHE_LIMIT:
+                    self._names.clear()
+                encoded = self._names[name] = _field(b"\x2a", name.encode())
+            out.append(encoded)
+        kind = span.kind
+        if kind is SpanKind.INTERNAL:
+            out.append(_KIND_INTERNAL)
+        elif kind is SpanKind.CLIENT:
+            out.append(_KIND_CLIENT)
+        else:
+            out.append(_KIND[kind])
         if span.start_time:
             out.append(b"\x39" + _FIXED64(span.start_time))
         if span.end_time:
             out.append(b"\x41" + _FIXED64(span.end_time))
-        out.append(self.attributes(b"\x4a", span.attributes))
-        if span.dropped_attributes:
-            out.append(b"\x50" + _varint(span.dropped_attributes))
-        for event in span.events:
-            out.append(_field(b"\x5a", self.event(event)))
-        if span.dropped_events:
-            out.append(b"\x60" + _varint(span.dropped_events))
-        for link in span.links:
-            out.append(_field(b"\x6a", self.link(link)))
-        if span.dropped_links:
-            out.append(b"\x70" + _varint(span.dropped_links))
-        out.append(_field(b"\x7a", _status(span.status)))
-        flags = _HAS_IS_REMOTE | (_IS_REMOTE if parent and parent.is_remote else 0)
-        out.append(b"\x85\x01" + _FIXED32(flags))
+        # Plain containers (tether's spans) cannot have dropped anything; reading them
+        # directly spares the SDK's read-only copies and its isinstance checks.
+        attributes = getattr(span, "_attributes", None)
+        if type(attributes) is dict:
+            out.append(self.attributes(b"\x4a", attributes))
+        else:
+            out.append(self.attributes(b"\x4a", span.attributes))
+            if span.dropped_attributes:
+                out.append(b"\x50" + _varint(span.dropped_attributes))
+        events = getattr(span, "_events", None)
+        if type(events) is list or type(events) is tuple:
+            for event in events:
+                out.append(_field(b"\x5a", self.event(event)))
+        else:
+            for event in span.events:
+                out.append(_field(b"\x5a", self.event(event)))
+            if span.dropped_events:
+                out.append(b"\x60" + _varint(span.dropped_events))
+        links = getattr(span, "_links", None)
+        if type(links) is list or type(links) is tuple:
+            for link in links:
+                out.append(_field(b"\x6a", self.link(link)))
+        else:
+            for link in span.links:
+                out.append(_field(b"\x6a", self.link(link)))
+            if span.dropped_links:
+                out.append(b"\x70" + _varint(span.dropped_links))
+        status = span.status
+        last = self._status
+        if last[0] is not status:  # most spans share the SDK's or tether's UNSET status
+            last = self._status = (status, _field(b"\x7a", _status(status)))
+        out.append(last[1])
+        out.append(_REMOTE_PARENT if parent and parent.is_remote else _LOCAL_PARENT)
         return b"".join(out)
 
     def event(self, event: Any) -> bytes:
