@@ -1,13 +1,20 @@
 """Cost of tracing on the A benchmark of ``overhead.py``, measured in the same run.
 
 The same scripted run (the model calls ``add`` 50 times, one call per response, then
-answers; 51 model round trips) is timed three ways: without tether-otel; with its spans
+answers; 51 model round trips) is timed four ways: without tether-otel; with its spans
 going to an SDK tracer provider whose batch processor exports over OTLP/HTTP to a
-receiver on loopback; and with the metrics recorded as well. Each sample is a block of
-runs: its wall time (the batch processor exports on its own thread meanwhile, as in
-production), and the process's CPU time for the runs plus a flush of the exporter at the
-end of the block, so the export's own work (encoding, sending) is counted. Blocks rotate between the three agents so that drift of a shared machine
-hits all alike. The run log is off in all three, so the ratios are telemetry alone.
+receiver on loopback through tether-otel's exporter (what ``[observers.otel]`` builds);
+the same with the metrics recorded as well; and, for reference, spans through the SDK's
+own ``OTLPSpanExporter``. The receiver runs in a child process, as a collector would, so
+only the exporting side's CPU is counted.
+
+Each sample is a block of runs: its wall time (the batch processor exports on its own
+thread meanwhile, as in production), and the process's CPU time for the runs plus a
+flush of the exporter and a collection of the metrics at the end of the block, so the
+export's own work (encoding, sending) is counted. Each round runs one block of every
+agent, in a rotating order; an overhead is the median over the rounds of the ratio to
+the plain agent's block of the same round, so that drift of a shared machine cancels
+out. The run log is off in all of them, so the ratios are telemetry alone.
 
 Run: ``python bench/otel_overhead.py`` (progress on stderr, one JSON line on stdout).
 """
@@ -20,13 +27,16 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any
 
 os.environ["TETHER_RUN_LOG"] = "off"
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as SdkOTLPSpanExporter,
+)
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -38,6 +48,7 @@ from tether.config import Config
 from tether.testing import ScriptedProvider
 from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
+from tether_otel.otlp import OTLPSpanExporter
 
 
 def make_agent(plugins: list[object]) -> tuple[tether.Agent, ScriptedProvider]:
@@ -64,16 +75,19 @@ async def one_run(agent: tether.Agent, provider: ScriptedProvider) -> float:
 
 
 async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]:
+    load_before = round(os.getloadavg()[0], 1)
     flushers: dict[str, list[Any]] = {"plain": []}
     providers: list[Any] = []
 
-    def traced(metrics: bool, name: str) -> tuple[tether.Agent, ScriptedProvider]:
+    def traced(
+        metrics: bool, name: str, exporter_class: type = OTLPSpanExporter
+    ) -> tuple[tether.Agent, ScriptedProvider]:
         tracer_provider = TracerProvider()
-        exporter = OTLPSpanExporter(endpoint=f"{receiver_url}/v1/traces")
+        exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
         tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
         meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()]) if metrics else None
-        flushers[name] = [tracer_provider]
-        providers.extend(p for p in (tracer_provider, meter_provider) if p is not None)
+        flushers[name] = [p for p in (tracer_provider, meter_provider) if p is not None]
+        providers.extend(flushers[name])
         plugin = OtelPlugin(
             tracer_provider=tracer_provider, meter_provider=meter_provider, name=name
         )
@@ -83,12 +97,14 @@ async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]
         "plain": make_agent([]),
         "traced": traced(False, "traced"),
         "traced_and_metrics": traced(True, "traced_and_metrics"),
+        "traced_sdk_exporter": traced(False, "traced_sdk_exporter", SdkOTLPSpanExporter),
     }
 
     async def one_block(name: str) -> tuple[float, float]:
         """Wall seconds of ``block`` runs (the exporter works in the background, as it
         does in production), and the process's CPU seconds for them and the export of
-        their spans (flushed at the end of the block: encoding and sending included)."""
+        their spans and metrics (flushed and collected at the end of the block: encoding
+        and sending included)."""
         gc.collect()
         walls = 0.0
         cpu0 = time.process_time()
@@ -103,7 +119,7 @@ async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in agents}
     names = list(agents)
     for i in range(reps):
-        for name in names[i % 3 :] + names[: i % 3]:  # rotate the order
+        for name in names[i % len(names) :] + names[: i % len(names)]:  # rotate the order
             samples[name].append(await one_block(name))
     for provider in providers:
         provider.shutdown()
@@ -114,33 +130,65 @@ async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]
     for name in agents:
         out[f"a_us_per_rt_{name}"] = round(wall[name], 1)
         out[f"a_cpu_us_per_rt_{name}"] = round(cpu[name], 1)
-    for name in ("traced", "traced_and_metrics"):
-        out[f"{name}_overhead"] = round(wall[name] / wall["plain"] - 1, 3)
-        out[f"{name}_cpu_overhead"] = round(cpu[name] / cpu["plain"] - 1, 3)
+    plain = samples["plain"]
+    for name in ("traced", "traced_and_metrics", "traced_sdk_exporter"):
+        # the median of the ratios within each round: the blocks of a round ran back to
+        # back, so a load change between rounds cancels out
+        pairs = list(zip(samples[name], plain, strict=True))
+        out[f"{name}_overhead"] = round(statistics.median(t[0] / p[0] for t, p in pairs) - 1, 3)
+        out[f"{name}_cpu_overhead"] = round(statistics.median(t[1] / p[1] for t, p in pairs) - 1, 3)
     out.update(
         spans_per_run=2 * A_TOOL_CALLS + 2,
         reps=reps,
         runs_per_block=block,
         load_average_1m=round(os.getloadavg()[0], 1),
+        load_average_1m_before=load_before,
     )
     return out
+
+
+def serve_receiver() -> None:
+    """The OTLP receiver, in its own process (as a collector is): prints its URL, answers
+    200 to everything until stdin closes, then prints how many span exports it got."""
+    with FakeServer(lambda r: FakeResponse(status=200, body=b"")) as receiver:
+        print(receiver.url, flush=True)
+        sys.stdin.read()
+        print(sum(1 for r in receiver.requests if r.path == "/v1/traces"), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--block", type=int, default=5, help="runs per timed block")
+    parser.add_argument("--receiver", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    with FakeServer(lambda r: FakeResponse(status=200, body=b"")) as receiver:
-        out = asyncio.run(measure(args.reps, args.block, receiver.url))
-        exported = sum(1 for r in receiver.requests if r.path == "/v1/traces")
-    out["otlp_requests"] = exported
+    if args.receiver:
+        serve_receiver()
+        return
+    receiver = subprocess.Popen(
+        [sys.executable, __file__, "--receiver"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert receiver.stdout is not None
+        url = receiver.stdout.readline().strip()
+        if not url:
+            raise SystemExit("the OTLP receiver did not start")
+        out = asyncio.run(measure(args.reps, args.block, url))
+        exported, _ = receiver.communicate(timeout=60)
+    finally:
+        receiver.kill()
+    out["otlp_requests"] = int(exported)
     print(
         f"[tether-otel] A: {out['a_us_per_rt_plain']} us/RT plain, "
         f"{out['a_us_per_rt_traced']} traced ({out['traced_overhead']:+.1%}, "
         f"CPU {out['traced_cpu_overhead']:+.1%}), "
         f"{out['a_us_per_rt_traced_and_metrics']} with metrics too "
-        f"({out['traced_and_metrics_overhead']:+.1%}, CPU {out['traced_and_metrics_cpu_overhead']:+.1%})",
+        f"({out['traced_and_metrics_overhead']:+.1%}, CPU {out['traced_and_metrics_cpu_overhead']:+.1%}); "
+        f"spans through the SDK's exporter {out['a_us_per_rt_traced_sdk_exporter']} "
+        f"({out['traced_sdk_exporter_overhead']:+.1%}, CPU {out['traced_sdk_exporter_cpu_overhead']:+.1%})",
         file=sys.stderr,
     )
     print(json.dumps({"benchmark": "otel_overhead", **out}), flush=True)
