@@ -11,10 +11,22 @@ if TYPE_CHECKING:
     from tether.provider import Provider
     from tether.registry import ProviderRegistrar
 
-__all__ = ["VERTEX_FAMILIES", "make_provider", "make_vertex_provider", "register_providers"]
+__all__ = [
+    "VERTEX_FAMILIES",
+    "make_bedrock_provider",
+    "make_provider",
+    "make_vertex_provider",
+    "register_providers",
+]
 
 VERTEX_FAMILIES = {"claude-": "tether-anthropic", "gemini-": "tether-google"}
 """The model families of the ``vertex`` platform and the distributions that serve them."""
+
+_SETTINGS = {
+    "prompt_caching": bool,
+    "cache_ttl": Literal["5m", "1h"],
+    "thinking_display": str,
+}
 
 
 def make_provider(config: ProviderConfig) -> Provider:
@@ -31,6 +43,13 @@ def make_vertex_provider(config: ProviderConfig) -> Provider:
     return VertexClaudeProvider(config)
 
 
+def make_bedrock_provider(config: ProviderConfig) -> Provider:
+    """Claude on Amazon Bedrock; boto3 is imported only when a request is first made."""
+    from .bedrock import BedrockProvider
+
+    return BedrockProvider(config)
+
+
 @tether.hookimpl
 def register_providers(providers: ProviderRegistrar) -> None:
     providers.add(
@@ -40,11 +59,13 @@ def register_providers(providers: ProviderRegistrar) -> None:
         description="Anthropic Claude models (Messages API)",
         key_variables=("ANTHROPIC_API_KEY",),
         default_model="claude-sonnet-4-5",
-        settings={
-            "prompt_caching": bool,
-            "cache_ttl": Literal["5m", "1h"],
-            "thinking_display": str,
-        },
+        settings=_SETTINGS,
+    )
+    providers.add(
+        "bedrock",
+        make_bedrock_provider,
+        description="Anthropic Claude models on Amazon Bedrock (AWS credentials)",
+        settings={**_SETTINGS, "region": str, "profile": str},
     )
     providers.add(
         "vertex",
@@ -52,11 +73,5 @@ def register_providers(providers: ProviderRegistrar) -> None:
         family="claude-",
         family_plugins=VERTEX_FAMILIES,
         description="Claude on Google Cloud Vertex AI (Application Default Credentials).",
-        settings={
-            "project": str,
-            "location": str,
-            "prompt_caching": bool,
-            "cache_ttl": Literal["5m", "1h"],
-            "thinking_display": str,
-        },
+        settings={**_SETTINGS, "project": str, "location": str},
     )
