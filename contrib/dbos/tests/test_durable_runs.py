@@ -203,3 +203,24 @@ def test_a_run_suspended_for_approval_waits_across_a_worker_restart(
             assert_invariant(await _history(shared_deployment, "approve-9"))
 
     asyncio.run(scenario())
+
+
+def test_a_worker_outlives_the_loss_of_its_database_connections(shared_deployment: Any) -> None:
+    """DBOS's pooled connections are not pinged before use (a round trip per checkout):
+    after they are cut, as by a database restart, the next run still goes through."""
+    import psycopg
+
+    with psycopg.connect(shared_deployment.url, autocommit=True) as conn:
+        cut = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = 'tether_dbos'"
+        ).fetchone()
+    assert cut is not None and cut[0] >= 1
+
+    async def scenario() -> None:
+        async with DurableRuns(shared_deployment.config()) as runs:
+            handle = await runs.submit("task 10", agent=AGENT, session="reconnect-10")
+            result = await asyncio.wait_for(handle.result(), 60)
+            assert result.output == "done task 10"
+
+    asyncio.run(scenario())

@@ -2,7 +2,7 @@
 
 Writing each message and each event the moment the loop produces it would cost a
 database commit apiece, on top of the checkpoint of every step. Instead they wait here
-and the **next step** writes them before doing its own work (a model request, a tool
+and the **next step** writes them along with its own work (a model request, a tool
 call), plus a final step at the end of the run. Nothing can be lost this way: a message
 waiting here was produced from checkpointed step results, so after a crash the replayed
 loop produces it again, and the step that writes it is re-executed.
@@ -12,12 +12,15 @@ its recorded result, so a replay drops exactly what the first execution wrote. W
 worker dies after a store commit but before DBOS recorded the step, the re-executed
 write finds its own message already stored and accepts it (the version check would
 otherwise refuse it). Events carry a sequence number, so a reader drops the copies a
-re-executed step publishes again.
+re-executed step publishes again. A step publishes the pending events only once the
+oldest is :data:`EVENTS_LATENCY_S` old (or in a model step's first batch of deltas):
+quick steps leave them to the next, so they share one stream write.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -28,12 +31,19 @@ from tether.errors import SessionConflictError, TetherError
 from tether.messages import Message
 from tether.sessions.versioned import SessionIO
 
-__all__ = ["EVENTS", "Journal", "StepOutcome"]
+__all__ = ["EVENTS", "Journal", "Publish", "StepOutcome"]
 
 EVENTS = "tether.events"
 """The DBOS stream key a run's events are published under (each value is a list)."""
 
+EVENTS_LATENCY_S = 0.05
+"""The longest an event waits for a step that writes it to the stream: a step that ends
+sooner leaves it to the next, so quick steps share one write."""
+
 T = TypeVar("T")
+
+Publish = Callable[[list[dict[str, Any]]], Awaitable[None]]
+"""Writes a batch of values to the run's event stream, after the step's pending events."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +79,9 @@ class Journal:
         self._writes: list[_Append | _Replace] = []
         self._events: list[dict[str, Any]] = []
         self._seq = 0
-        self._lock = asyncio.Lock()
+        self._oldest: float | None = None
+        self._session_lock = asyncio.Lock()
+        self._events_lock = asyncio.Lock()
 
     # -- filled by the loop ---------------------------------------------------------------
     def append(self, expected: int, position: int, message: Message) -> None:
@@ -80,57 +92,114 @@ class Journal:
 
     def event(self, event: dict[str, Any]) -> None:
         self._seq += 1
+        if not self._events:
+            self._oldest = time.monotonic()
         self._events.append({**event, "seq": self._seq})
 
     # -- emptied by steps -----------------------------------------------------------------
     async def step(
         self,
         name: str,
-        work: Callable[[], Awaitable[T]] | None = None,
+        work: Callable[[Publish], Awaitable[T]] | None = None,
         *,
         write_session: bool = True,
+        merge_events: bool = False,
+        session_alongside: bool = False,
     ) -> T | None:
-        """Run a DBOS step that first writes the journal (the events only, without
-        ``write_session``), then does ``work`` (if any). Raises the tether error the step
-        ended with, in this execution or the recorded one."""
+        """Run a DBOS step that writes the journal and does ``work`` (if any). Raises the
+        tether error the step ended with, in this execution or the recorded one.
+
+        The journal's events are published while the step's other work goes on (one
+        stream write, not on the step's critical path), or, with ``merge_events``, in the
+        first write the work makes through the ``publish`` callable it receives (a model
+        step's deltas), so the step makes one stream write instead of two. Session writes
+        come first, before ``work`` acts (a tool's side effect must not happen after a
+        refused write), unless ``session_alongside`` (a model request, which has no side
+        effect): then they go on while the work does, and a refused write cancels it.
+        """
         executed = False
 
         async def body() -> StepOutcome:
             nonlocal executed
             executed = True
-            writes = events = 0
-            try:
-                async with self._lock:  # parallel tool steps write the journal one at a time
-                    writes = await self._write_session() if write_session else 0
-                    events = await self._publish_events()
-                value = await work() if work is not None else None
-            except TetherError as exc:
-                return StepOutcome(None, exc, writes, events)
-            return StepOutcome(value, None, writes, events)
+            return await self._execute(work, write_session, merge_events, session_alongside)
 
         outcome: StepOutcome = await DBOS.run_step_async({"name": name}, body)
         if not executed:  # replayed: drop what the recorded execution wrote
             del self._writes[: outcome.writes]
             del self._events[: outcome.events]
+            self._oldest = None
         if outcome.error is not None:
             raise outcome.error
         result: T | None = outcome.value
         return result
 
-    async def _write_session(self) -> int:
-        done = 0
-        while self._writes:
-            await self._apply(self._writes[0])
-            del self._writes[0]
-            done += 1
-        return done
+    async def _execute(
+        self,
+        work: Callable[[Publish], Awaitable[T]] | None,
+        write_session: bool,
+        merge_events: bool,
+        session_alongside: bool,
+    ) -> StepOutcome:
+        events = _StepEvents(self)
+        written = [0]
+        publishing = None
+        if not merge_events:
+            due = events.when_due() if work is not None else events.finish()
+            publishing = asyncio.ensure_future(due)
+        writing = asyncio.ensure_future(self._write_session(written)) if write_session else None
+        doing: asyncio.Future[T] | None = None
+        value: Any = None
+        error: TetherError | None = None
+        try:
+            if writing is not None and not session_alongside:
+                await writing
+            if work is not None:
+                doing = asyncio.ensure_future(work(events.publish))
+                if writing is not None and not writing.done():
+                    await asyncio.wait((doing, writing), return_when=asyncio.FIRST_EXCEPTION)
+                    if writing.done() and writing.exception() is not None:
+                        await writing  # a refused write: the work is cancelled below
+                value = await doing
+            if writing is not None:
+                await writing
+        except TetherError as exc:
+            error = exc
+        finally:
+            if doing is not None and not doing.done():
+                doing.cancel()
+        if writing is not None:  # let a write in flight settle: it may commit
+            await asyncio.wait((writing,))
+            if not writing.cancelled():
+                writing.exception()  # already raised, or superseded by the work's error
+        if publishing is not None and events.claimed is None and work is not None:
+            publishing.cancel()  # not due yet: the next step publishes them
+        if publishing is not None:
+            await asyncio.wait((publishing,))
+        else:
+            await events.finish()
+        return StepOutcome(value if error is None else None, error, written[0], events.count)
 
-    async def _publish_events(self) -> int:
+    async def _write_session(self, written: list[int]) -> None:
+        async with self._session_lock:  # parallel tool steps write the journal one at a time
+            while self._writes:
+                await self._apply(self._writes[0])
+                del self._writes[0]
+                written[0] += 1
+
+    def _claim_events(self) -> list[dict[str, Any]]:
         batch = list(self._events)
-        if batch:
-            await DBOS.write_stream_async(EVENTS, batch)
-            del self._events[: len(batch)]
-        return len(batch)
+        del self._events[: len(batch)]
+        self._oldest = None
+        return batch
+
+    def _due_in(self) -> float | None:
+        """Seconds until the oldest pending event is due for publishing (``None``: none)."""
+        if not self._events:
+            return None
+        if self._oldest is None:
+            self._oldest = time.monotonic()
+        return max(0.0, self._oldest + EVENTS_LATENCY_S - time.monotonic())
 
     async def _apply(self, write: _Append | _Replace) -> None:
         try:
@@ -156,6 +225,45 @@ class Journal:
         return len(stored) == len(write.lines) and all(
             _same(a, b) for a, b in zip(stored, write.lines, strict=True)
         )
+
+
+class _StepEvents:
+    """The journal events one execution of a step publishes: those pending when its
+    first stream write happens, ahead of whatever that write carries (a model step's
+    deltas). Stream writes of a run go out one at a time, in order, so readers see
+    increasing sequence numbers."""
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+        self.claimed: int | None = None
+
+    @property
+    def count(self) -> int:
+        return self.claimed or 0
+
+    async def publish(self, extra: list[dict[str, Any]]) -> None:
+        async with self._journal._events_lock:
+            batch: list[dict[str, Any]] = []
+            if self.claimed is None:
+                batch = self._journal._claim_events()
+                self.claimed = len(batch)
+            batch.extend(extra)
+            if batch:
+                await DBOS.write_stream_async(EVENTS, batch)
+
+    async def finish(self) -> None:
+        """Publish the pending events if no write of this step did yet."""
+        if self.claimed is None:
+            await self.publish([])
+
+    async def when_due(self) -> None:
+        """Publish the pending events once the oldest is :data:`EVENTS_LATENCY_S` old
+        (cancelled before then, the step leaves them to the next one)."""
+        due = self._journal._due_in()
+        if due is None:
+            return
+        await asyncio.sleep(due)
+        await self.finish()
 
 
 def _same(stored: str, ours: str) -> bool:

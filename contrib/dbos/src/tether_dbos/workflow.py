@@ -35,7 +35,7 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     :class:`~tether_dbos.boundary.DbosBoundary`: model requests, tool calls and session
     writes are steps; everything between them is replayed deterministically from their
     recorded results after a crash. Session writes and events wait in the run's
-    :class:`~tether_dbos.journal.Journal` for the next step, which writes them first.
+    :class:`~tether_dbos.journal.Journal` for the next step, which writes them.
     A run suspended for approval waits (durably) for :meth:`RunHandle.approve`; one
     submitted with ``wait_for_reply_s`` waits for :meth:`RunHandle.reply`.
     """
