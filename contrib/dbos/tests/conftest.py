@@ -81,7 +81,7 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def _deployment(root: Path) -> Iterator[Deployment]:
+def _deployment(root: Path, settings: str = "") -> Iterator[Deployment]:
     with temporary_database(prefix="tether_durable") as url:
         config_path = root / "tether.toml"
         config_path.write_text(
@@ -90,7 +90,8 @@ def _deployment(root: Path) -> Iterator[Deployment]:
             f'settings = {{ dsn = "{url}" }}\n'
             "[durable]\n"
             'engine = "dbos"\n'
-            f'settings = {{ database_url = "{url}", poll_interval_s = 0.05, worker_concurrency = 8 }}\n'
+            f'settings = {{ database_url = "{url}", poll_interval_s = 0.05, worker_concurrency = 8'
+            f"{settings} }}\n"
         )
         env = dict(os.environ)
         env.update(
@@ -110,6 +111,13 @@ def _deployment(root: Path) -> Iterator[Deployment]:
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
     """A fresh database and configuration; start workers with ``deployment.start``."""
     with _deployment(tmp_path) as deployment:
+        yield deployment
+
+
+@pytest.fixture
+def takeover_deployment(tmp_path: Path) -> Iterator[Deployment]:
+    """Like ``deployment``, with workers declared dead after 2 s without a heartbeat."""
+    with _deployment(tmp_path, ", takeover_after_s = 2") as deployment:
         yield deployment
 
 

@@ -52,3 +52,12 @@ def test_without_a_database_url_a_sqlite_file_in_the_data_dir_is_used(
     assert url == f"sqlite:///{tmp_path / 'dbos.sqlite3'}"
     monkeypatch.setenv("TETHER_DBOS_DATABASE_URL", "postgresql://db/agents")
     assert DbosSettings.from_config(config).system_database_url(config) == "postgresql://db/agents"
+
+
+def test_takeover_after_s_defaults_to_30_s_and_false_turns_it_off() -> None:
+    assert DbosSettings.from_config(parse_config({})).takeover_after_s == 30.0
+    off = parse_config({"durable": {"settings": {"takeover_after_s": False}}})
+    assert DbosSettings.from_config(off).takeover_after_s is None
+    bad = parse_config({"durable": {"settings": {"takeover_after_s": 0}}})
+    with pytest.raises(ConfigError, match="takeover_after_s"):
+        DbosSettings.from_config(bad)

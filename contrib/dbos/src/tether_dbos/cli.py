@@ -23,16 +23,17 @@ __all__ = ["submit", "worker"]
 @click.option(
     "--id",
     "executor_id",
-    help="This worker's identity (default: HOSTNAME-worker). "
-    "Restart a dead worker with the same id to resume the runs it had in hand.",
+    help="This worker's identity (default: HOSTNAME-worker), unique among live workers. "
+    "A worker restarted with the same id resumes the runs it had in hand at once.",
 )
 @pass_state
 def worker(state: CliState, executor_id: str | None) -> None:
     """Execute queued durable runs until stopped (SIGTERM or Ctrl-C).
 
     Every worker sharing the [durable] settings database takes runs from the same
-    queues. Stopping a worker (or killing it) leaves its unfinished runs to resume when a
-    worker with the same --id starts again.
+    queues. The runs a worker leaves unfinished (stopped or killed) are taken over by
+    the other workers once its heartbeat has stopped for takeover_after_s (at once after
+    a clean stop), or resume when a worker with the same --id starts again.
     """
     from .engine import default_executor_id, start_worker, stop_worker
 

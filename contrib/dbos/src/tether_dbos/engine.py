@@ -9,11 +9,19 @@ from typing import Any
 from dbos import DBOS, DBOSConfig
 
 from tether.config import Config
+from tether.errors import ConfigError
 
 from .runtime import WorkerRuntime, install
 from .settings import DbosSettings
+from .takeover import Heartbeat
 
-__all__ = ["dbos_config", "default_executor_id", "start_worker", "stop_worker"]
+__all__ = [
+    "dbos_config",
+    "default_executor_id",
+    "recover_runs_of",
+    "start_worker",
+    "stop_worker",
+]
 
 
 def default_executor_id() -> str:
@@ -67,22 +75,54 @@ def start_worker(
 ) -> WorkerRuntime:
     """Launch DBOS in this process as a worker: it declares the queues, recovers the
     runs that ``executor_id`` left unfinished (a restart after a crash), and starts
-    taking queued runs. Call :func:`stop_worker` to end it."""
+    taking queued runs. On PostgreSQL it also starts its heartbeat, and takes over the
+    runs of peers whose heartbeat stopped for ``takeover_after_s`` seconds. Call
+    :func:`stop_worker` to end it."""
     from . import workflow  # noqa: F401  (registers the workflow before launch)
 
     settings = DbosSettings.from_config(config)
     runtime = WorkerRuntime(config, settings, plugins=plugins)
     install(runtime)
-    DBOS(config=dbos_config(config, settings, executor_id=executor_id or default_executor_id()))
+    name = executor_id or default_executor_id()
+    DBOS(config=dbos_config(config, settings, executor_id=name))
     DBOS.launch()
-    for name, options in settings.queues().items():
-        DBOS.register_queue(name, **options)
+    for queue, options in settings.queues().items():
+        DBOS.register_queue(queue, **options)
+    url = settings.system_database_url(config)
+    if settings.takeover_after_s is not None and url.startswith("postgres"):
+        runtime.heartbeat = Heartbeat(
+            url,
+            schema=settings.schema_name,
+            executor_id=name,
+            takeover_after_s=settings.takeover_after_s,
+            recover=recover_runs_of,
+        )
+        runtime.heartbeat.start()
     return runtime
+
+
+def recover_runs_of(executor_id: str) -> int:
+    """Re-enqueue the unfinished runs of worker ``executor_id`` (a dead one) through
+    DBOS's workflow recovery for an executor (what a restarted worker runs for its own
+    id); how many runs were re-enqueued. Safe to repeat: only runs still pending under
+    that id move."""
+    recover = getattr(DBOS, "_recover_pending_workflows", None)
+    if recover is None:
+        raise ConfigError(
+            "This version of dbos has no workflow recovery for other executors; "
+            "set [durable.settings] takeover_after_s = false (restart dead workers "
+            "with the same --id instead)."
+        )
+    return len(recover([executor_id]))
 
 
 def stop_worker(runtime: WorkerRuntime | None = None, *, timeout: float = 10.0) -> None:
     """Stop taking runs and shut DBOS down, giving running runs ``timeout`` seconds to
-    finish; the others resume when a worker with the same executor id starts again.
-    (The runtime's connections are left to the process's end: closing them first would
-    fail the runs still finishing.)"""
+    finish; the others are taken over by the other workers at their next heartbeat
+    (or resume when a worker with the same executor id starts again). (The runtime's
+    connections are left to the process's end: closing them first would fail the runs
+    still finishing.)"""
     DBOS.destroy(workflow_completion_timeout_sec=int(timeout))
+    if runtime is not None and runtime.heartbeat is not None:
+        runtime.heartbeat.stop(release=True)
+        runtime.heartbeat = None

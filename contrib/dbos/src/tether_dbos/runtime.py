@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether import Agent, PluginManager
 from tether.config import Config, LimitsConfig
@@ -13,6 +13,9 @@ from tether.sessions import SessionBackend, open_session_backend
 
 from .settings import DbosSettings
 from .spec import RunSpec
+
+if TYPE_CHECKING:
+    from .takeover import Heartbeat
 
 __all__ = ["WorkerRuntime", "current", "install", "load_factory"]
 
@@ -32,6 +35,7 @@ class WorkerRuntime:
         self.plugin_objects = list(plugins)
         self.plugins = PluginManager(plugins=self.plugin_objects)
         self._store: SessionBackend | None = None
+        self.heartbeat: Heartbeat | None = None
         self._agents: dict[tuple[Any, ...], Agent] = {}
 
     def store(self) -> SessionBackend:

@@ -42,7 +42,10 @@ class DbosSettings(BaseModel):
     steps get several times cheaper, a worker crash still loses nothing, but a crash of
     the database server itself can lose the last fraction of a second of checkpoints,
     whose steps then run again (tools that deduplicate on their idempotency key still
-    act once).
+    act once). ``takeover_after_s`` (PostgreSQL only): a worker whose heartbeat (written
+    every sixth of it) stops for that long is declared dead and a live worker takes
+    over its unfinished runs; ``false`` turns takeover off (a dead worker's runs then
+    wait for a worker with its ``--id``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -56,12 +59,16 @@ class DbosSettings(BaseModel):
     providers: dict[str, ProviderLimits] = Field(default_factory=dict)
     deltas: bool = True
     synchronous_commit: bool = True
+    takeover_after_s: float | None = Field(30.0, gt=0)
     log_level: str = "WARNING"
 
     @classmethod
     def from_config(cls, config: Config) -> DbosSettings:
+        data = dict(config.durable.settings)
+        if data.get("takeover_after_s") is False:
+            data["takeover_after_s"] = None
         try:
-            return cls.model_validate(dict(config.durable.settings))
+            return cls.model_validate(data)
         except ValidationError as exc:
             problems = []
             for err in exc.errors(include_url=False):
