@@ -183,3 +183,17 @@ def test_a_plugin_whose_hook_fails_takes_its_family_with_it() -> None:
     platform = registrar.platform("vertex")
     assert platform is not None and sorted(platform.families) == ["gemini-"]
     assert registrar.registration("vertex").source.plugin == "gem"
+
+
+async def test_validate_auth_checks_the_family_in_use_or_all_of_them() -> None:
+    built: list[FamilyProvider] = []
+    registrar = manager(gemini_plugin(built), claude_plugin(built)).providers
+    provider = registrar.get("vertex")(ProviderConfig())
+    await provider.validate_auth()
+    assert sorted(p.family for p in built) == ["claude", "gemini"]
+
+    built.clear()
+    provider = registrar.get("vertex")(ProviderConfig())
+    provider.capabilities("gemini-2.5-pro")
+    await provider.validate_auth()
+    assert [p.family for p in built] == ["gemini"]

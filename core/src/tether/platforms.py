@@ -130,8 +130,9 @@ class PlatformProvider:
     """A :class:`~tether.provider.Provider` that hands each model to its family's provider.
 
     Family providers are built on first use, all with the platform's configuration, and
-    closed by :meth:`aclose`. :meth:`validate_auth` checks every installed family: they
-    share the platform's credentials, and the check sends nothing.
+    closed by :meth:`aclose`. :meth:`validate_auth` checks the families in use (those a
+    model was resolved for; an agent asks for its model's capabilities first), or every
+    installed family when none is in use yet.
     """
 
     def __init__(self, platform: Platform, config: ProviderConfig) -> None:
@@ -172,7 +173,7 @@ class PlatformProvider:
         return listed
 
     async def validate_auth(self) -> None:
-        for provider in self._all():
+        for provider in list(self._built.values()) or self._all():
             await provider.validate_auth()
 
     async def verify_key(self) -> None:

@@ -74,7 +74,7 @@ def vertex_agent(server: FakeServer, model: str = MODEL, **kwargs: object) -> Ag
     section = {
         "project": PROJECT,
         "location": LOCATION,
-        "base_url": f"{server.url}/v1",
+        "base_url": server.url,
         "timeout": 30,
     }
     config = Config(providers={"vertex": section})
@@ -181,7 +181,7 @@ async def test_no_credentials_says_how_to_log_in(server, tmp_path, monkeypatch):
 
 
 async def test_no_project_names_the_config_key_and_the_variable(adc, server):  # type: ignore[no-untyped-def]
-    config = Config(providers={"vertex": {"base_url": f"{server.url}/v1"}})
+    config = Config(providers={"vertex": {"base_url": server.url}})
     agent = Agent(f"vertex/{MODEL}", config=config, plugins=[tether_anthropic.plugin])
     with pytest.raises(AuthenticationError) as excinfo:
         await agent.run("hi")

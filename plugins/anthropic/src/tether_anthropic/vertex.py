@@ -84,6 +84,11 @@ def vertex_models(*, regional: bool) -> tuple[ModelInfo, ...]:
     return tuple(models)
 
 
+def _api_root(base_url: str | None) -> str | None:
+    """The SDK's base URL (``.../v1``) for the platform's ``base_url`` (the root)."""
+    return f"{base_url.rstrip('/')}/v1" if base_url else None
+
+
 def _premium(price: float | None) -> float | None:
     return None if price is None else round(price * REGIONAL_PREMIUM, 6)
 
@@ -92,7 +97,8 @@ class VertexClaudeProvider(AnthropicProvider):
     """Claude models on Vertex AI, as ``vertex/claude-*``.
 
     :param config: the ``[providers.vertex]`` settings: ``project``, ``location``,
-        ``base_url`` (a private endpoint or a proxy, ending in ``/v1``), ``timeout``,
+        ``base_url`` (a private endpoint or a proxy: the root that ``/v1`` follows, as
+        for Gemini, whose SDK appends ``/v1beta1``), ``timeout``,
         model overrides and the Claude settings of ``[providers.anthropic]``.
     :param client: an ``AsyncAnthropicVertex`` to use instead of building one.
 
@@ -118,7 +124,7 @@ class VertexClaudeProvider(AnthropicProvider):
                 region=account.location,
                 project_id=account.project,
                 credentials=account.credentials,
-                base_url=self.config.base_url,
+                base_url=_api_root(self.config.base_url),
                 timeout=timeout,
                 max_retries=0,
             )

@@ -45,8 +45,10 @@ class GoogleProvider(BaseProvider):
     name = "google"
     models = MODELS
     default_capabilities = DEFAULT_CAPABILITIES
-    connection_settings: frozenset[str] = frozenset()
-    """Keys of the provider's section that say where to connect, not how to generate."""
+    shares_settings = False
+    """Whether the provider's table is shared with other model families (a platform's
+    ``[providers.vertex]``): keys that are not Gemini settings are theirs, not typos (the
+    configuration check knows every family's keys), and are left out of requests."""
 
     def __init__(
         self, config: ProviderConfig | None = None, *, http_client: httpx.AsyncClient | None = None
@@ -83,15 +85,13 @@ class GoogleProvider(BaseProvider):
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        from .request import build_config, build_contents
+        from .request import PASSTHROUGH_SETTINGS, build_config, build_contents
 
         model_string = f"{self.name}/{request.model}"
         client = self._sdk()
-        if self.connection_settings & request.settings.keys():
-            settings = {
-                k: v for k, v in request.settings.items() if k not in self.connection_settings
-            }
-            request = dataclasses.replace(request, settings=settings)
+        if self.shares_settings and not request.settings.keys() <= PASSTHROUGH_SETTINGS:
+            own = {k: v for k, v in request.settings.items() if k in PASSTHROUGH_SETTINGS}
+            request = dataclasses.replace(request, settings=own)
         try:
             contents, extra_system = build_contents(request, self.name)
             config = build_config(request, extra_system)

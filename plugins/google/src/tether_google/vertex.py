@@ -46,7 +46,7 @@ class VertexGeminiProvider(GoogleProvider):
 
     name = "vertex"
     models = VERTEX_MODELS
-    connection_settings = frozenset({"project", "location"})
+    shares_settings = True
 
     _account: VertexAccount | None = None
 
