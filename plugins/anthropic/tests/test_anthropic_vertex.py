@@ -243,3 +243,18 @@ def test_the_catalogue_has_vertex_ids_and_the_regional_premium() -> None:
     assert global_.capabilities(MODEL).pricing.input == 3  # type: ignore[union-attr]
     assert global_.capabilities(MODEL).context_window == 200_000
     assert "claude-haiku-4-5@20251001" in {m.id for m in global_.catalogue()}
+
+
+async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
+    adc, oauth, server, caplog
+):  # type: ignore[no-untyped-def]
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    server.queue(text_reply("Hi."))
+    agent = vertex_agent(server)
+    assert (await agent.run("hi")).output == "Hi."
+    await agent.aclose()
+    logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert "streamRawPredict" in logged  # the loggers did run
+    assert oauth.tokens and not [s for s in secrets_of(oauth) if s in logged]

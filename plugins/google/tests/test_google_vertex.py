@@ -201,3 +201,18 @@ def test_the_catalogue_has_vertex_prices() -> None:
     assert models["gemini-2.5-pro"].capabilities.pricing.input == 1.25
     assert models["gemini-2.0-flash"].capabilities.pricing.input == 0.15
     assert provider.capabilities("gemini-2.5-flash-001").thinking
+
+
+async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
+    adc, oauth, server, wire, caplog
+):  # type: ignore[no-untyped-def]
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    server.queue(wire.reply("Hi."))
+    agent = Agent(f"vertex/{MODEL}", config=vertex_config(server))
+    assert (await agent.run("hi")).output == "Hi."
+    await agent.aclose()
+    logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert "/token" in logged or "POST" in logged  # the loggers did run
+    assert oauth.tokens and not [s for s in secrets_of(oauth) if s in logged]
