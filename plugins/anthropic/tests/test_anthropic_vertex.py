@@ -245,9 +245,7 @@ def test_the_catalogue_has_vertex_ids_and_the_regional_premium() -> None:
     assert "claude-haiku-4-5@20251001" in {m.id for m in global_.catalogue()}
 
 
-async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
-    adc, oauth, server, caplog
-):  # type: ignore[no-untyped-def]
+async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(adc, oauth, server, caplog):  # type: ignore[no-untyped-def]
     import logging
 
     caplog.set_level(logging.DEBUG)

@@ -118,7 +118,7 @@ class VertexClaudeProvider(AnthropicProvider):
         if self._client is None:
             from anthropic import AsyncAnthropicVertex
 
-            account = self._account = load_account(self.config)
+            account = self._account = self._account or load_account(self.config)
             timeout = self.config.timeout if self.config.timeout is not None else 600.0
             self._client = AsyncAnthropicVertex(  # type: ignore[assignment]
                 region=account.location,
@@ -130,7 +130,18 @@ class VertexClaudeProvider(AnthropicProvider):
             )
         return self._client  # type: ignore[return-value]
 
+    async def _load_account(self) -> None:
+        """Find the credentials off the event loop: on a Google Cloud machine, or with
+        none at all, google-auth asks the metadata server (with its own short timeouts)."""
+        if self._account is None and self._client is None:
+            self._account = await asyncio.to_thread(load_account, self.config)
+
+    async def validate_auth(self) -> None:
+        await self._load_account()
+        await super().validate_auth()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        await self._load_account()
         try:
             async for event in super().stream(request):
                 yield event

@@ -11,9 +11,12 @@ the endpoint, the catalogue (Vertex prices) and the advice in errors differ.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from tether.errors import ProviderError
+from tether.provider import ModelRequest, ProviderEvent
 
 from .catalogue import VERTEX_MODELS
 from .errors import Api, translate_error
@@ -50,11 +53,26 @@ class VertexGeminiProvider(GoogleProvider):
 
     _account: VertexAccount | None = None
 
+    async def _load_account(self) -> None:
+        """Find the credentials off the event loop: on a Google Cloud machine, or with
+        none at all, google-auth asks the metadata server (with its own short timeouts)."""
+        if self._account is None:
+            self._account = await asyncio.to_thread(load_account, self._config)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        await self._load_account()
+        async for event in super().stream(request):
+            yield event
+
+    async def validate_auth(self) -> None:
+        await self._load_account()
+        await super().validate_auth()
+
     def _make_client(self) -> genai.Client:
         from google import genai
         from google.genai import types
 
-        account = self._account = load_account(self._config)
+        account = self._account = self._account or load_account(self._config)
         options = types.HttpOptions(
             base_url=self._config.base_url or None,
             timeout=max(int(self._timeout * 1000), 1),
