@@ -1,12 +1,15 @@
 """``tether sessions``: list, show, repair and remove named sessions.
 
-Sessions live in ``<data dir>/sessions`` (``TETHER_DATA_DIR`` or ``data_dir`` in the
-configuration moves it); ``tether chat --session NAME`` creates and resumes them.
+Sessions live in the store ``[sessions] store`` names (``jsonl`` by default: files in
+``<data dir>/sessions``, which ``TETHER_DATA_DIR`` or ``data_dir`` in the configuration
+moves), the one ``tether chat --session NAME`` creates and resumes them in.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -14,39 +17,71 @@ from ..scrub import scrub
 from . import fail, pass_state
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ..messages import Message
-    from ..sessions import SessionStore
+    from ..sessions import AnySession, SessionBackend
     from . import CliState
 
 __all__ = ["sessions"]
 
+T = TypeVar("T")
 
-def _store(state: CliState) -> SessionStore:
-    from ..sessions import SessionStore
 
-    return SessionStore(config=state.config())
+def _with_store(state: CliState, work: Callable[[SessionBackend], Awaitable[T]]) -> T:
+    """Run ``work`` on the configured session store, closing the store afterwards."""
+    from ..errors import SessionError
+    from ..sessions import open_session_backend
+
+    async def run() -> T:
+        store = open_session_backend(state.config(), state.plugin_manager())
+        try:
+            return await work(store)
+        finally:
+            await store.aclose()
+
+    try:
+        return asyncio.run(run())
+    except SessionError as exc:
+        fail(str(exc))
+
+
+def _where(state: CliState, store: SessionBackend) -> str:
+    from ..sessions import JsonlBackend
+
+    if isinstance(store, JsonlBackend):
+        return str(store.files.root)
+    return f"the {state.config().sessions.store} session store"
 
 
 @click.group()
 def sessions() -> None:
-    """List, show, repair and remove saved chat sessions."""
+    """List, show, repair and remove saved chat sessions (in the configured store)."""
 
 
 @sessions.command("list")
 @pass_state
 def list_sessions(state: CliState) -> None:
     """List saved sessions, most recently used first."""
-    store = _store(state)
-    infos = store.list()
-    if not infos:
-        click.echo(f"No sessions in {store.root}. Start one with: tether chat --session NAME")
+    from ..sessions import JsonlBackend
+
+    async def rows(store: SessionBackend) -> tuple[str, list[tuple[str, str, str, str]]]:
+        if isinstance(store, JsonlBackend):  # the files also have a size
+            infos = await asyncio.to_thread(store.files.list)
+            listed = [(i.name, str(i.messages), _size(i.size), _when(i.modified)) for i in infos]
+        else:
+            summaries = await store.list()
+            listed = [(s.name, str(s.messages), "", _when(s.modified)) for s in summaries]
+        return _where(state, store), listed
+
+    where, listed = _with_store(state, rows)
+    if not listed:
+        click.echo(f"No sessions in {where}. Start one with: tether chat --session NAME")
         return
-    width = max(len(info.name) for info in infos)
-    for info in infos:
-        when = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-        click.echo(
-            f"{info.name:<{width}}  {info.messages:>6} messages  {_size(info.size):>8}  {when}"
-        )
+    width = max(len(name) for name, *_ in listed)
+    for name, messages, size, when in listed:
+        size_column = f"  {size:>8}" if size else ""
+        click.echo(f"{name:<{width}}  {messages:>6} messages{size_column}  {when}")
 
 
 @sessions.command()
@@ -55,19 +90,29 @@ def list_sessions(state: CliState) -> None:
 @pass_state
 def show(state: CliState, name: str, as_json: bool) -> None:
     """Show the history of session NAME (read-only; works while it is in use)."""
-    with _store(state).open(name, read_only=True) as session:
-        if as_json:
-            for message in session.messages:
-                click.echo(scrub(message.to_json()))
-            return
-        click.echo(f"Session {name} ({session.id}): {len(session.messages)} messages")
-        if session.repair_report:
-            click.secho(
-                f"Needs repair: {session.repair_report.summary()} (run `tether sessions repair {name}`)",
-                fg="yellow",
-            )
-        for message in session.messages:
-            click.echo(_render(message))
+    from ..sessions import RepairReport
+
+    async def load(store: SessionBackend) -> tuple[str, list[Message], RepairReport]:
+        session = await store.open(name, read_only=True)
+        try:
+            report = getattr(session, "repair_report", None) or RepairReport()
+            return session.id, list(session.messages), report
+        finally:
+            await _close(session)
+
+    session_id, messages, report = _with_store(state, load)
+    if as_json:
+        for message in messages:
+            click.echo(scrub(message.to_json()))
+        return
+    click.echo(f"Session {name} ({session_id}): {len(messages)} messages")
+    if report:
+        click.secho(
+            f"Needs repair: {report.summary()} (run `tether sessions repair {name}`)",
+            fg="yellow",
+        )
+    for message in messages:
+        click.echo(_render(message))
 
 
 @sessions.command()
@@ -78,11 +123,18 @@ def repair(state: CliState, name: str, dry_run: bool) -> None:
     """Repair session NAME: drop damaged lines, restore the tool-call invariant.
 
     Repair also happens automatically whenever a session is opened for writing; this
-    command shows what it does. The file is rewritten atomically.
+    command shows what it does. The repaired history replaces the stored one atomically.
     """
-    store = _store(state)
-    with store.open(name, read_only=True) as session:
-        report = session.repair_report
+    from ..sessions import RepairReport
+
+    async def report_of(store: SessionBackend, *, write: bool) -> RepairReport:
+        session = await store.open(name, read_only=not write)
+        try:
+            return getattr(session, "repair_report", None) or RepairReport()
+        finally:
+            await _close(session)
+
+    report = _with_store(state, lambda store: report_of(store, write=False))
     if not report:
         click.echo(f"Session {name} is intact; nothing to repair.")
         return
@@ -91,9 +143,9 @@ def repair(state: CliState, name: str, dry_run: bool) -> None:
     if dry_run:
         click.echo(f"Dry run: {report.summary()}. Nothing was written.")
         return
-    # Opening for writing stores the repaired history atomically (keeping a damaged original).
-    with store.open(name) as session:
-        report = session.repair_report
+    # Opening for writing stores the repaired history atomically (a JSONL store also
+    # keeps the damaged original).
+    report = _with_store(state, lambda store: report_of(store, write=True))
     click.echo(f"Repaired session {name}: {report.summary()}.")
 
 
@@ -102,13 +154,18 @@ def repair(state: CliState, name: str, dry_run: bool) -> None:
 @pass_state
 def remove(state: CliState, name: str) -> None:
     """Delete session NAME."""
-    from ..errors import SessionError
-
-    try:
-        _store(state).remove(name)
-    except SessionError as exc:
-        fail(str(exc))
+    _with_store(state, lambda store: store.remove(name))
     click.echo(f"Removed session {name}.")
+
+
+async def _close(session: AnySession) -> None:
+    from ..sessions import close_session
+
+    await close_session(session)
+
+
+def _when(modified: datetime | None) -> str:
+    return modified.astimezone().strftime("%Y-%m-%d %H:%M") if modified is not None else "-"
 
 
 def _render(message: Message) -> str:
