@@ -197,3 +197,12 @@ async def test_validate_auth_checks_the_family_in_use_or_all_of_them() -> None:
     provider.capabilities("gemini-2.5-pro")
     await provider.validate_auth()
     assert [p.family for p in built] == ["gemini"]
+
+
+def test_a_family_that_accepts_any_key_makes_the_platform_accept_any_key() -> None:
+    def loose(providers):  # type: ignore[no-untyped-def]
+        providers.add("vertex", lambda config: ScriptedProvider(), family="llama-")
+
+    plugins = manager(gemini_plugin([]), plugin("loose", loose))
+    assert plugins.providers.registration("vertex").options["settings"] is None
+    check_config(Config(providers={"vertex": {"anything": 1}}), plugins)

@@ -99,14 +99,17 @@ class Platform:
 
     def options(self) -> dict[str, Any]:
         """The registration options of the platform as a whole: every family's
-        ``settings`` and ``key_variables``, the first family's ``default_model``."""
+        ``settings`` (none declared, when a family accepts any key) and
+        ``key_variables``, the first family's ``default_model``."""
         families = [self.families[p] for p in sorted(self.families)]
-        settings: dict[str, Any] | None = None
+        declared = [f.options.get("settings") for f in families]
+        settings = (
+            None
+            if any(d is None for d in declared)
+            else {key: kind for d in declared if d for key, kind in d.items()}
+        )
         variables: list[str] = []
         for family in families:
-            declared = family.options.get("settings")
-            if declared is not None:
-                settings = {**(settings or {}), **declared}
             variables.extend(
                 v for v in family.options.get("key_variables", ()) if v not in variables
             )
