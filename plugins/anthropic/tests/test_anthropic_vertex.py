@@ -256,3 +256,21 @@ async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(adc, oau
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "streamRawPredict" in logged  # the loggers did run
     assert oauth.tokens and not [s for s in secrets_of(oauth) if s in logged]
+
+
+async def test_verify_key_refreshes_the_token_and_reports_a_refused_one(adc, oauth, server):  # type: ignore[no-untyped-def]
+    from tether_anthropic.vertex import VertexClaudeProvider
+
+    provider = VertexClaudeProvider(
+        Config(providers={"vertex": {"project": PROJECT, "base_url": server.url}}).provider(
+            "vertex"
+        )
+    )
+    await provider.verify_key()
+    assert len(oauth.tokens) == 1
+    assert oauth.tokens[0] not in repr(provider) and PROJECT in repr(provider)
+    oauth.reject = True
+    with pytest.raises(AuthenticationError, match="Google refused to refresh"):
+        await provider.verify_key()
+    await provider.aclose()
+    assert server.requests == []

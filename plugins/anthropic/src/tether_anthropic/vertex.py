@@ -178,3 +178,6 @@ class VertexClaudeProvider(AnthropicProvider):
             await asyncio.to_thread(self._account.credentials.refresh, Request())
         except Exception as exc:
             raise (translate_auth_error(exc) or exc) from exc
+
+    def __repr__(self) -> str:
+        return f"VertexClaudeProvider(base_url={self.config.base_url!r}, {self._account!r})"
