@@ -613,3 +613,21 @@ def test_bedrock_is_registered_and_building_it_imports_no_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_no_credential_reaches_a_log_record_even_at_debug_level(
+    tmp_path: Path,
+    short_lived: FakeCredentialEndpoint,
+    wire: SimpleNamespace,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    with FakeBedrock(short_lived) as bedrock:
+        bedrock.replies.append(bedrock_stream(wire.reply(wire.text_block(0, ["Hi."]))))
+        assert (await bedrock_agent(bedrock, tmp_path).run("hi")).output == "Hi."
+
+    logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert "invoke-with-response-stream" in logged  # the loggers did run
+    assert short_lived.secrets() and not [s for s in short_lived.secrets() if s in logged]

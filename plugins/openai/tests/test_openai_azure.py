@@ -576,3 +576,24 @@ def test_azure_is_registered_with_its_settings() -> None:
     settings = providers.registration("azure").options["settings"]
     assert {"endpoint", "api_version", "auth", "token_scope", "api"} <= set(settings)
     assert providers.registration("azure").options["key_variables"] == ("AZURE_OPENAI_API_KEY",)
+
+
+@pytest.mark.parametrize("auth", ["key", "entra"])
+async def test_no_key_or_token_reaches_a_log_record_even_at_debug_level(
+    auth: str, tmp_path: Path, token_endpoint: FakeTokenEndpoint, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    with FakeAzure(
+        key=KEY if auth == "key" else None, tokens=token_endpoint if auth == "entra" else None
+    ) as server:
+        server.replies.append(reply("chat", text="Hi."))
+        settings: dict[str, Any] = {"endpoint": server.url, "api_version": VERSION}
+        settings.update({"api_key": KEY} if auth == "key" else {"auth": "entra"})
+        assert (await azure_agent(server, tmp_path, settings).run("hi")).output == "Hi."
+
+    logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert "chat/completions" in logged  # the loggers did run
+    secrets = [KEY] if auth == "key" else token_endpoint.issued
+    assert secrets and not [s for s in secrets if s in logged]

@@ -31,7 +31,7 @@ from tether import errors
 from tether.config import ProviderConfig
 from tether.provider import BaseProvider, ModelCapabilities, ModelInfo, ModelRequest, ProviderEvent
 from tether.retry import parse_retry_after
-from tether.scrub import scrub
+from tether.scrub import register_secret, scrub
 
 from .catalogue import DEFAULT_CAPABILITIES, MODELS
 from .client import DEFAULT_TIMEOUT
@@ -304,6 +304,10 @@ def _sign(
     if credentials is None:
         raise _no_credentials()
     frozen = credentials.get_frozen_credentials()
+    # botocore logs the canonical request (with the session token) at debug level: known
+    # secrets are scrubbed from every record, errors and events.
+    register_secret(frozen.secret_key)
+    register_secret(frozen.token)
     # A proxy may drop the connection header, so it is left out of the signature.
     kept = {k: v for k, v in dict(headers).items() if k.lower() != "connection"}
     aws_request = AWSRequest(method=method.upper(), url=url, headers=kept, data=body)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
 from tether.errors import AuthenticationError, ConfigError
-from tether.scrub import scrub
+from tether.scrub import register_secret, scrub
 
 if TYPE_CHECKING:
     from openai import AsyncAzureOpenAI
@@ -209,6 +209,7 @@ def guarded(provider: TokenProvider) -> Callable[[], Awaitable[str]]:
                 "The Azure token provider returned no token (it must return a non-empty string).",
                 provider="azure",
             )
+        register_secret(value)
         return value
 
     return token
