@@ -180,9 +180,10 @@ class ProviderRegistrar(Registrar[ProviderFactory]):
     The name is then listed once, as a :class:`~tether.platforms.PlatformProvider` that
     hands each model to its family's provider; ``settings`` and ``key_variables`` of the
     families are merged. ``family_plugins`` maps the prefixes of the platform's other
-    families to the distributions that serve them, so a model of a family whose plugin is
-    missing fails with the ``pip install`` line to run. Two plugins claiming one family,
-    or one plugin the whole name while another claims a family, is a conflict.
+    families to what to install for them (a distribution, with its extra), so a model of
+    a family whose plugin is missing fails with the ``pip install`` line to run. Two
+    plugins claiming one family, or one plugin the whole name while another claims a
+    family, is a conflict.
     """
 
     kind = "provider"

@@ -274,3 +274,11 @@ async def test_verify_key_refreshes_the_token_and_reports_a_refused_one(adc, oau
         await provider.verify_key()
     await provider.aclose()
     assert server.requests == []
+
+
+async def test_without_google_auth_the_error_names_the_extra_to_install(server, monkeypatch):  # type: ignore[no-untyped-def]
+    import sys
+
+    monkeypatch.setitem(sys.modules, "google.auth", None)  # as if not installed
+    with pytest.raises(tether.ConfigError, match=r"pip install 'tether-anthropic\[vertex\]'"):
+        await vertex_agent(server).provider().validate_auth()

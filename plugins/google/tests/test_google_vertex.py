@@ -189,7 +189,9 @@ async def test_a_revoked_login_fails_the_refresh_with_advice(adc, oauth, server,
 def test_vertex_gemini_models_resolve_and_claude_needs_the_anthropic_plugin() -> None:
     providers = tether.PluginManager().providers
     assert str(parse_model_string("vertex/gemini-2.5-pro", providers)) == "vertex/gemini-2.5-pro"
-    with pytest.raises(tether.UnknownProviderError, match="pip install tether-anthropic"):
+    with pytest.raises(
+        tether.UnknownProviderError, match=r"pip install tether-anthropic\[vertex\]"
+    ):
         parse_model_string("vertex/claude-sonnet-4-5@20250929", providers)
     with pytest.raises(tether.UnknownProviderError, match=r"Known families: claude-\*"):
         parse_model_string("vertex/llama-4-maverick", providers)

@@ -19,8 +19,8 @@ __all__ = [
     "register_providers",
 ]
 
-VERTEX_FAMILIES = {"claude-": "tether-anthropic", "gemini-": "tether-google"}
-"""The model families of the ``vertex`` platform and the distributions that serve them."""
+VERTEX_FAMILIES = {"claude-": "tether-anthropic[vertex]", "gemini-": "tether-google"}
+"""The model families of the ``vertex`` platform and what to install for each."""
 
 _SETTINGS = {
     "prompt_caching": bool,

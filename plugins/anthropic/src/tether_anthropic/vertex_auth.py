@@ -23,7 +23,12 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import AuthenticationError, ProviderConnectionError, ProviderError
+from tether.errors import (
+    AuthenticationError,
+    ConfigError,
+    ProviderConnectionError,
+    ProviderError,
+)
 from tether.scrub import scrub
 
 if TYPE_CHECKING:
@@ -84,9 +89,13 @@ def load_account(config: ProviderConfig) -> VertexAccount:
     Raises ``AuthenticationError`` naming what to set when no credentials or no project
     are found.
     """
-    import google.auth
-    from google.auth import exceptions
-
+    try:
+        import google.auth
+        from google.auth import exceptions
+    except ImportError as exc:
+        raise ConfigError(
+            "Claude on Vertex AI needs google-auth: `pip install 'tether-anthropic[vertex]'`."
+        ) from exc
     try:
         credentials, adc_project = google.auth.default(scopes=[SCOPE])
     except exceptions.DefaultCredentialsError as exc:
@@ -109,7 +118,10 @@ def load_account(config: ProviderConfig) -> VertexAccount:
 def translate_auth_error(exc: BaseException) -> ProviderError | None:
     """The tether error for a google-auth failure while refreshing a token mid-run, or
     ``None`` for any other exception."""
-    from google.auth import exceptions
+    try:
+        from google.auth import exceptions
+    except ImportError:
+        return None
 
     if isinstance(exc, exceptions.TransportError):
         return ProviderConnectionError(

@@ -26,8 +26,8 @@ __all__ = [
     "register_providers",
 ]
 
-VERTEX_FAMILIES = {"gemini-": "tether-google", "claude-": "tether-anthropic"}
-"""The model families of the ``vertex`` platform and the distributions that serve them."""
+VERTEX_FAMILIES = {"gemini-": "tether-google", "claude-": "tether-anthropic[vertex]"}
+"""The model families of the ``vertex`` platform and what to install for each."""
 
 GEMINI_SETTINGS: dict[str, Any] = {
     "safety_settings": list[dict[str, Any]],
