@@ -334,3 +334,19 @@ def test_stats_give_tool_error_rates(log_path: Path) -> None:
             "mean_duration": pytest.approx(totals["tools"][0]["mean_duration"]),
         }
     ]
+
+
+def test_flush_writes_at_once_without_waiting_out_the_linger(
+    log_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from tether.runlog import store
+
+    monkeypatch.setattr(store, "LINGER_S", 600.0)  # a flush must not wait for this
+    result = tether.Agent(ScriptedProvider([Reply(text="hi")]), config=Config()).run_sync("x")
+    flusher = threading.Thread(target=open_run_log(log_path).flush, daemon=True)
+    flusher.start()
+    flusher.join(timeout=30)
+    assert not flusher.is_alive(), "flush waited out the writer's linger"
+    assert open_run_log(log_path).get(result.run_id).output == "hi"

@@ -13,7 +13,6 @@ import json
 import queue
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +27,8 @@ SCHEMA_VERSION = 1
 
 LINGER_S = 0.05
 """How long the writer waits after the first queued row, to write the rows of many short
-runs in one transaction (and wake up once for them)."""
+runs in one transaction (and wake up once for them). A :meth:`RunLog.flush` cuts the wait
+short: a process exiting writes its last rows at once."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -165,6 +165,7 @@ class RunLog:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._flushing = threading.Event()
 
     # -- writing -----------------------------------------------------------------------------
     def append(self, row: RunRow, prepare: Callable[[RunRow], None] | None = None) -> None:
@@ -183,7 +184,11 @@ class RunLog:
     def flush(self) -> None:
         """Block until every queued row is written."""
         if self._writer is not None and self._writer.is_alive():
-            self._queue.join()
+            self._flushing.set()
+            try:
+                self._queue.join()
+            finally:
+                self._flushing.clear()
 
     def _write_loop(self) -> None:
         import logging
@@ -191,7 +196,7 @@ class RunLog:
         connection: sqlite3.Connection | None = None
         while True:
             rows: list[tuple[RunRow, Callable[[RunRow], None] | None]] = [self._queue.get()]
-            time.sleep(LINGER_S)  # let a burst of short runs gather: one wake-up, one commit
+            self._flushing.wait(LINGER_S)  # let a burst gather: one wake-up, one commit
             while True:  # write everything queued so far in one transaction
                 try:
                     rows.append(self._queue.get_nowait())
