@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from ..scrub import format_exception, install_log_scrubbing
+from .process import exit_now, pause_gc, resume_gc
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -54,6 +55,10 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("tether.cli.runlog", "trace"),
     "stats": ("tether.cli.runlog", "stats"),
 }
+
+
+#: Commands that run a model: the garbage collector stays paused until it answers.
+_MODEL_COMMANDS = frozenset({"run", "chat"})
 
 
 class TetherCommandError(click.ClickException):
@@ -220,6 +225,8 @@ class TetherGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
+        if cmd_name not in _MODEL_COMMANDS:
+            resume_gc()
         if cmd_name in BUILTIN_COMMANDS:
             return _builtin(cmd_name)
         return self._plugin_commands(ctx).get(cmd_name)
@@ -348,5 +355,17 @@ def cli() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point (``tether``)."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="tether", obj=CliState())
+    """Console-script entry point (``tether``).
+
+    Without ``argv`` (the program's own command line) the process ends as soon as the
+    command is done, skipping the interpreter's teardown (:mod:`tether.cli.process`);
+    with ``argv`` it raises :class:`SystemExit` as click does."""
+    if argv is not None:
+        cli.main(args=list(argv), prog_name="tether", obj=CliState())
+        return
+    pause_gc()
+    try:
+        cli.main(prog_name="tether", obj=CliState())
+    except SystemExit as exc:
+        exit_now(exc.code)
+        raise

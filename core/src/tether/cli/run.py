@@ -196,9 +196,10 @@ async def stream_run(
     falls back to asyncio's own handling (cancel the task, then ``KeyboardInterrupt``).
     """
     from ..cancel import CancelToken
-    from ..events import Done
+    from ..events import Done, RunStart
     from ..result import Outcome
     from .interrupted import PartialAnswer
+    from .process import resume_gc
 
     token = CancelToken()
     restore = _cancel_on_sigint(token, renderer)
@@ -208,6 +209,8 @@ async def stream_run(
         events = agent.stream(prompt, session=session, cancel=token)
         try:
             async for event in events:
+                if not isinstance(event, RunStart):
+                    resume_gc()  # the model is answering: start-up is over
                 if isinstance(event, Done) and event.result.outcome is Outcome.CANCELLED:
                     event = Done(await _after_cancel(agent, event.result, partial.text, session))
                 if isinstance(event, Done):
