@@ -631,3 +631,51 @@ async def test_no_credential_reaches_a_log_record_even_at_debug_level(
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "invoke-with-response-stream" in logged  # the loggers did run
     assert short_lived.secrets() and not [s for s in short_lived.secrets() if s in logged]
+
+
+# -- the tether command ---------------------------------------------------------------------------
+def _cli(tmp_path: Path, *args: str, env: dict[str, str]) -> Any:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
+    assert tether_cli is not None
+    (tmp_path / "tether.toml").write_text("")
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "TETHER_"))},
+        "TETHER_PLUGINS_ALLOW": "anthropic",
+        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
+        "TETHER_DATA_DIR": str(tmp_path / "data"),
+        **env,
+    }
+    return subprocess.run(
+        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
+    )
+
+
+def test_tether_run_with_container_credentials_from_the_environment(
+    tmp_path: Path, long_lived: FakeCredentialEndpoint, wire: SimpleNamespace
+) -> None:
+    with FakeBedrock(long_lived) as bedrock:
+        bedrock.replies.append(
+            bedrock_stream(wire.reply(wire.text_block(0, ["Hello from Bedrock"])))
+        )
+        env = {"AWS_REGION": REGION, "ANTHROPIC_BEDROCK_BASE_URL": bedrock.url}
+        out = _cli(tmp_path, "run", "-m", f"bedrock/{MODEL}", "--tools", "", "hi", env=env)
+        no_region = _cli(
+            tmp_path,
+            "run",
+            "-m",
+            f"bedrock/{MODEL}",
+            "--tools",
+            "",
+            "hi",
+            env={"AWS_REGION": "", "ANTHROPIC_BEDROCK_BASE_URL": bedrock.url},
+        )
+
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from Bedrock"
+    assert bedrock.signers == long_lived.issued
+    assert no_region.returncode != 0 and "AWS_REGION" in no_region.stderr

@@ -597,3 +597,53 @@ async def test_no_key_or_token_reaches_a_log_record_even_at_debug_level(
     assert "chat/completions" in logged  # the loggers did run
     secrets = [KEY] if auth == "key" else token_endpoint.issued
     assert secrets and not [s for s in secrets if s in logged]
+
+
+# -- the tether command ----------------------------------------------------------------------
+def _cli(tmp_path: Path, *args: str, env: dict[str, str], config: str = "") -> Any:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
+    assert tether_cli is not None
+    (tmp_path / "tether.toml").write_text(config)
+    full_env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("OPENAI_", "TETHER_", "AZURE_", "IDENTITY_"))
+        },
+        "TETHER_PLUGINS_ALLOW": "openai",
+        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
+        "TETHER_DATA_DIR": str(tmp_path / "data"),
+        **env,
+    }
+    return subprocess.run(
+        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
+    )
+
+
+def test_tether_run_with_entra_id_from_the_environment(
+    tmp_path: Path, token_endpoint: FakeTokenEndpoint
+) -> None:
+    with FakeAzure(tokens=token_endpoint) as server:
+        server.replies.append(reply("chat", text="Hello from Azure"))
+        env = {
+            "AZURE_OPENAI_ENDPOINT": server.url,
+            "OPENAI_API_VERSION": VERSION,
+            "IDENTITY_ENDPOINT": token_endpoint.url + "/msi/token",
+            "IDENTITY_HEADER": IDENTITY_HEADER,
+        }
+        entra = '[providers.azure]\nauth = "entra"\n'
+        out = _cli(
+            tmp_path, "run", "-m", f"azure/{DEPLOYMENT}", "--tools", "", "hi", env=env, config=entra
+        )
+        missing = _cli(tmp_path, "run", "-m", f"azure/{DEPLOYMENT}", "--tools", "", "hi", env={})
+
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from Azure"
+    assert server.bearers == token_endpoint.issued[-1:]
+    assert missing.returncode != 0
+    assert "AZURE_OPENAI_ENDPOINT" in missing.stderr
