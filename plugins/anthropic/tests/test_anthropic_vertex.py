@@ -24,6 +24,7 @@ from tether.errors import AuthenticationError, PermissionDeniedError
 from tether.events import event_to_dict
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
+from tether.scrub import scrub
 from tether.testing import (
     FakeGoogleOAuth,
     FakeResponse,
@@ -151,6 +152,7 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
         "user",
     ]
     shown = json.dumps([event_to_dict(e) for e in events], default=str)
+    assert all(scrub(f"token {token}") == "token ***" for token in oauth.tokens)  # registered
     assert not [s for s in secrets_of(oauth) if s in shown]
 
 

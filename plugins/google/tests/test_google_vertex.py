@@ -22,6 +22,7 @@ from tether.config import Config
 from tether.errors import AuthenticationError, PermissionDeniedError
 from tether.events import event_to_dict
 from tether.resolve import parse_model_string
+from tether.scrub import scrub
 from tether.testing import FakeGoogleOAuth, FakeServer
 
 PROJECT = "proj-vertex-1"
@@ -105,6 +106,7 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
     sent = [r.json() for r in server.requests]
     assert [m["role"] for m in sent[2]["contents"]] == ["user", "model", "user", "model", "user"]
     shown = json.dumps([event_to_dict(e) for e in events], default=str)
+    assert all(scrub(f"token {token}") == "token ***" for token in oauth.tokens)  # registered
     assert not [s for s in secrets_of(oauth) if s in shown]
 
 

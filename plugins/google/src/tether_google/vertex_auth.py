@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import AuthenticationError, ProviderConnectionError, ProviderError
-from tether.scrub import scrub
+from tether.scrub import register_secret, scrub
 
 if TYPE_CHECKING:
     from tether.config import ProviderConfig
@@ -34,6 +34,7 @@ __all__ = [
     "credential_source",
     "denied_hint",
     "load_account",
+    "register_tokens",
     "rejected_hint",
     "translate_auth_error",
 ]
@@ -99,7 +100,22 @@ def load_account(config: ProviderConfig) -> VertexAccount:
             provider=PROVIDER,
         )
     location = _setting(config, "location", LOCATION_VARIABLES) or DEFAULT_LOCATION
-    return VertexAccount(credentials, str(project), location, credential_source())
+    return VertexAccount(register_tokens(credentials), str(project), location, credential_source())
+
+
+def register_tokens(credentials: Any) -> Any:
+    """``credentials``, each access token of which is registered as a secret
+    (:func:`tether.scrub.register_secret`) when minted, so that anything quoting one, a
+    debug log included, is scrubbed. The SDKs refresh through ``credentials.refresh``."""
+    refresh = credentials.refresh
+
+    def refresh_and_register(request: Any) -> None:
+        refresh(request)
+        register_secret(credentials.token)
+
+    credentials.refresh = refresh_and_register
+    register_secret(credentials.token)
+    return credentials
 
 
 def translate_auth_error(exc: BaseException) -> ProviderError | None:
