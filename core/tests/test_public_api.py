@@ -51,3 +51,15 @@ def test_every_hook_says_when_since_and_shows_an_example(name: str) -> None:
     assert "Example::" in doc and f"def {name}(" in doc, f"{name}: show an example"
     parameters = inspect.signature(getattr(hookspecs, name)).parameters
     assert all(f":param {p}:" in doc for p in parameters), f"{name}: document every argument"
+
+
+def test_the_platform_options_of_providers_add_are_documented() -> None:
+    from tether import platforms
+
+    registrar_doc = inspect.getdoc(registry.ProviderRegistrar) or ""
+    parameters = inspect.signature(registry.ProviderRegistrar.add).parameters
+    assert {"family", "family_plugins"} <= set(parameters)
+    assert "``family=" in registrar_doc and "``family_plugins``" in registrar_doc
+    assert "family=" in (inspect.getdoc(hookspecs.register_providers) or "")
+    undocumented = [n for n in platforms.__all__ if not inspect.getdoc(getattr(platforms, n))]
+    assert undocumented == []
