@@ -679,3 +679,50 @@ def test_tether_run_with_container_credentials_from_the_environment(
     assert out.stdout.strip() == "Hello from Bedrock"
     assert bedrock.signers == long_lived.issued
     assert no_region.returncode != 0 and "AWS_REGION" in no_region.stderr
+
+
+@pytest.mark.parametrize(
+    ("response", "error", "says"),
+    [
+        (
+            aws_error(400, "ValidationException", "Input is too long for requested model."),
+            "ContextOverflowError",
+            "context window",
+        ),
+        (
+            aws_error(404, "ResourceNotFoundException", "Could not resolve the foundation model."),
+            "InvalidRequestError",
+            "list-inference-profiles",
+        ),
+        (
+            aws_error(429, "ThrottlingException", "Too many requests, please wait."),
+            "RateLimitError",
+            "ThrottlingException",
+        ),
+        (
+            aws_error(
+                503, "ServiceUnavailableException", "Bedrock is unable to process your request."
+            ),
+            "OverloadedError",
+            "ServiceUnavailableException",
+        ),
+    ],
+)
+async def test_bedrock_http_errors_map_to_tether_errors(
+    response: FakeResponse, error: str, says: str, long_lived: FakeCredentialEndpoint
+) -> None:
+    from tether import errors
+
+    with FakeServer() as bedrock:
+        bedrock.queue(response)
+        provider = BedrockProvider(
+            ProviderConfig.model_validate({"base_url": bedrock.url, "region": REGION})
+        )
+        request = ModelRequest(
+            model=MODEL, messages=[Message.user("hi")], capabilities=provider.capabilities(MODEL)
+        )
+        with pytest.raises(getattr(errors, error)) as raised:
+            await provider.complete(request)
+        await provider.aclose()
+    assert type(raised.value).__name__ == error
+    assert says in str(raised.value)
