@@ -726,3 +726,30 @@ async def test_bedrock_http_errors_map_to_tether_errors(
         await provider.aclose()
     assert type(raised.value).__name__ == error
     assert says in str(raised.value)
+
+
+async def test_a_bedrock_api_key_is_sent_as_a_bearer_token_and_named_when_rejected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: SimpleNamespace
+) -> None:
+    api_key = "ABSKQmVkcm9ja0FQSUtleS1mYWtlLWtleS0wMTIz"
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", api_key)
+    with FakeServer() as bedrock:
+        bedrock.queue(
+            bedrock_stream(wire.reply(wire.text_block(0, ["keyed"]))),
+            aws_error(
+                403,
+                "UnrecognizedClientException",
+                "Invalid API Key format: Must start with pre-defined prefix",
+            ),
+        )
+        agent = bedrock_agent(bedrock, tmp_path)
+        assert (await agent.run("hi")).output == "keyed"
+        with pytest.raises(AuthenticationError) as raised:
+            await agent.run("again")
+
+    assert bedrock.requests[0].headers["authorization"] == f"Bearer {api_key}"
+    assert "x-amz-date" not in bedrock.requests[0].headers
+    assert "AWS_BEARER_TOKEN_BEDROCK" in str(raised.value) and api_key not in str(raised.value)
+    from tether.scrub import scrub
+
+    assert api_key not in scrub(f"a log line with {api_key}")

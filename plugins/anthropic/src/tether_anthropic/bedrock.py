@@ -214,6 +214,8 @@ class BedrockProvider(BaseProvider):
         if self._client is None:
             region = self._resolve_region()
             timeout = self.config.timeout if self.config.timeout is not None else DEFAULT_TIMEOUT
+            # A Bedrock API key (read by the SDK) is a secret its variable name does not betray.
+            register_secret(os.environ.get("AWS_BEARER_TOKEN_BEDROCK"))
             client_class = _signing_client(self._session(), region)
             self._client = client_class(
                 aws_region=region,
