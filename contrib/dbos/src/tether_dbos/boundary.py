@@ -22,7 +22,7 @@ from tether.provider import (
     ProviderEvent,
 )
 
-from .journal import Journal, Publish
+from .journal import Journal, StepStream
 
 __all__ = ["DbosBoundary", "DurableProvider"]
 
@@ -47,7 +47,7 @@ class DbosBoundary:
         return DurableProvider(provider, self.journal, deltas=self.deltas)
 
     async def call_tool(self, call: ToolCallBlock, execute: ExecuteTool) -> ToolResultBlock:
-        async def work(publish: Publish) -> ToolResultBlock:
+        async def work(stream: StepStream) -> ToolResultBlock:
             return await execute(call, f"{DBOS.workflow_id}:{DBOS.step_id}")
 
         result = await self.journal.step(f"tether.tool.{call.name}", work)
@@ -61,8 +61,9 @@ class DurableProvider:
     Deltas are published to the run's event stream from inside the step, in batches at
     most 50 ms apart (the first carries the run's pending events, then a ``model_step``
     marker, so a reader can tell when a step is executed a second time after a crash and
-    drop the first attempt's deltas); the runner receives only the recorded
-    :class:`~tether.provider.ModelResponse`. The session writes the step carries go on
+    drop the first attempt's deltas); those of the last 50 ms are recorded with the step
+    and published with the next events (a quick request writes nothing itself). The
+    runner receives only the recorded :class:`~tether.provider.ModelResponse`. The session writes the step carries go on
     while the request does (a request has no side effect; a refused write cancels it). A
     failure is recorded too (tether errors pickle with their attributes), so a replay
     retries exactly as the first execution did.
@@ -82,15 +83,12 @@ class DurableProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         response = await self.journal.step(
-            "tether.model",
-            lambda publish: self._call(request, publish),
-            merge_events=self.deltas,
-            session_alongside=True,
+            "tether.model", lambda stream: self._call(request, stream), session_alongside=True
         )
         assert response is not None
         return response
 
-    async def _call(self, request: ModelRequest, publish: Publish) -> ModelResponse:
+    async def _call(self, request: ModelRequest, stream: StepStream) -> ModelResponse:
         batch: list[dict[str, Any]] = []
         if self.deltas:
             batch.append({"type": "model_step", "step": DBOS.step_id})
@@ -102,10 +100,9 @@ class DurableProvider:
             elif self.deltas:
                 batch.append(event_to_dict(event))
                 if time.monotonic() - last >= _DELTA_BATCH_S:
-                    await publish(batch)
+                    await stream.write(batch)
                     batch, last = [], time.monotonic()
-        if batch:
-            await publish(batch)
+        stream.later(batch)  # the last moments' deltas: with the next events
         if response is None:
             raise ProviderError(
                 f"The {self.name} provider ended its stream without a response.",

@@ -144,8 +144,12 @@ class RunHandle:
         try:
             async for batch in stream:
                 for value in batch if isinstance(batch, list) else [batch]:
-                    kind = value.get("type")
-                    if kind == "model_step":
+                    seq = value.pop("seq", None)
+                    if seq is not None:
+                        if seq <= last_seq:
+                            continue  # published again by a re-executed step
+                        last_seq = seq
+                    if value.get("type") == "model_step":
                         step = int(value.get("step") or 0)
                         if step in steps:
                             yield {
@@ -154,11 +158,6 @@ class RunHandle:
                             }
                         steps.add(step)
                         continue
-                    seq = value.pop("seq", None)
-                    if seq is not None:
-                        if seq <= last_seq:
-                            continue  # published again by a re-executed step
-                        last_seq = seq
                     yield value
         except DBOSStreamTimeoutError as exc:
             raise TimeoutError(

@@ -58,7 +58,7 @@ def _engine_kwargs(settings: DbosSettings) -> dict[str, Any]:
     ``pool_recycle`` seconds, before idle-connection timeouts of proxies cut them.
     """
     kwargs: dict[str, Any] = {
-        "pool_size": max(20, settings.worker_concurrency + 4),
+        "pool_size": 20,
         "max_overflow": 0,
         "pool_timeout": 30,
         "pool_pre_ping": False,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dbos import DBOS
@@ -31,7 +31,7 @@ from tether.errors import SessionConflictError, TetherError
 from tether.messages import Message
 from tether.sessions.versioned import SessionIO
 
-__all__ = ["EVENTS", "Journal", "Publish", "StepOutcome"]
+__all__ = ["EVENTS", "EVENTS_LATENCY_S", "Journal", "StepOutcome", "StepStream"]
 
 EVENTS = "tether.events"
 """The DBOS stream key a run's events are published under (each value is a list)."""
@@ -41,9 +41,6 @@ EVENTS_LATENCY_S = 0.05
 sooner leaves it to the next, so quick steps share one write."""
 
 T = TypeVar("T")
-
-Publish = Callable[[list[dict[str, Any]]], Awaitable[None]]
-"""Writes a batch of values to the run's event stream, after the step's pending events."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +58,14 @@ class _Replace:
 
 @dataclass(slots=True)
 class StepOutcome:
-    """A step's recorded result: its value or the tether error it ended with, and how
-    much of the journal it wrote."""
+    """A step's recorded result: its value or the tether error it ended with, how much
+    of the journal it wrote, and the stream values it left to later steps."""
 
     value: Any
     error: TetherError | None
     writes: int
     events: int
+    later: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Journal:
@@ -100,35 +98,39 @@ class Journal:
     async def step(
         self,
         name: str,
-        work: Callable[[Publish], Awaitable[T]] | None = None,
+        work: Callable[[StepStream], Awaitable[T]] | None = None,
         *,
         write_session: bool = True,
-        merge_events: bool = False,
         session_alongside: bool = False,
     ) -> T | None:
         """Run a DBOS step that writes the journal and does ``work`` (if any). Raises the
         tether error the step ended with, in this execution or the recorded one.
 
-        The journal's events are published while the step's other work goes on (one
-        stream write, not on the step's critical path), or, with ``merge_events``, in the
-        first write the work makes through the ``publish`` callable it receives (a model
-        step's deltas), so the step makes one stream write instead of two. Session writes
-        come first, before ``work`` acts (a tool's side effect must not happen after a
-        refused write), unless ``session_alongside`` (a model request, which has no side
-        effect): then they go on while the work does, and a refused write cancels it.
+        The journal's events go out in the step's first stream write: the work's own
+        (``stream.write``, a model step's deltas), or, when the oldest is
+        :data:`EVENTS_LATENCY_S` old, one of their own while the work goes on; a step
+        that ends sooner leaves them to the next. What the work leaves for later
+        (``stream.later``, the deltas of a model step's last moments) is part of the
+        step's recorded result and joins the journal's events, so a replay puts them
+        back. Session writes come first, before ``work`` acts (a tool's side effect must
+        not happen after a refused write), unless ``session_alongside`` (a model request,
+        which has no side effect): then they go on while the work does, and a refused
+        write cancels it.
         """
         executed = False
 
         async def body() -> StepOutcome:
             nonlocal executed
             executed = True
-            return await self._execute(work, write_session, merge_events, session_alongside)
+            return await self._execute(work, write_session, session_alongside)
 
         outcome: StepOutcome = await DBOS.run_step_async({"name": name}, body)
         if not executed:  # replayed: drop what the recorded execution wrote
             del self._writes[: outcome.writes]
             del self._events[: outcome.events]
             self._oldest = None
+        for value in outcome.later:  # numbered alike on every execution and replay
+            self.event(value)
         if outcome.error is not None:
             raise outcome.error
         result: T | None = outcome.value
@@ -136,17 +138,13 @@ class Journal:
 
     async def _execute(
         self,
-        work: Callable[[Publish], Awaitable[T]] | None,
+        work: Callable[[StepStream], Awaitable[T]] | None,
         write_session: bool,
-        merge_events: bool,
         session_alongside: bool,
     ) -> StepOutcome:
-        events = _StepEvents(self)
+        stream = StepStream(self)
         written = [0]
-        publishing = None
-        if not merge_events:
-            due = events.when_due() if work is not None else events.finish()
-            publishing = asyncio.ensure_future(due)
+        publishing = asyncio.ensure_future(stream.when_due() if work else stream.finish())
         writing = asyncio.ensure_future(self._write_session(written)) if write_session else None
         doing: asyncio.Future[T] | None = None
         value: Any = None
@@ -155,7 +153,7 @@ class Journal:
             if writing is not None and not session_alongside:
                 await writing
             if work is not None:
-                doing = asyncio.ensure_future(work(events.publish))
+                doing = asyncio.ensure_future(work(stream))
                 if writing is not None and not writing.done():
                     await asyncio.wait((doing, writing), return_when=asyncio.FIRST_EXCEPTION)
                     if writing.done() and writing.exception() is not None:
@@ -172,13 +170,11 @@ class Journal:
             await asyncio.wait((writing,))
             if not writing.cancelled():
                 writing.exception()  # already raised, or superseded by the work's error
-        if publishing is not None and events.claimed is None and work is not None:
+        if stream.claimed is None and work is not None:
             publishing.cancel()  # not due yet: the next step publishes them
-        if publishing is not None:
-            await asyncio.wait((publishing,))
-        else:
-            await events.finish()
-        return StepOutcome(value if error is None else None, error, written[0], events.count)
+        await asyncio.wait((publishing,))
+        value = value if error is None else None
+        return StepOutcome(value, error, written[0], stream.count, stream.deferred)
 
     async def _write_session(self, written: list[int]) -> None:
         async with self._session_lock:  # parallel tool steps write the journal one at a time
@@ -227,34 +223,44 @@ class Journal:
         )
 
 
-class _StepEvents:
-    """The journal events one execution of a step publishes: those pending when its
-    first stream write happens, ahead of whatever that write carries (a model step's
-    deltas). Stream writes of a run go out one at a time, in order, so readers see
-    increasing sequence numbers."""
+class StepStream:
+    """The run's event stream as one execution of a step writes it.
+
+    Its first write carries the journal's events pending at that moment ahead of its own
+    values (so a step makes one stream write, not two); stream writes of a run go out one
+    at a time, in order, so readers see increasing sequence numbers.
+    """
 
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
         self.claimed: int | None = None
+        self.deferred: list[dict[str, Any]] = []
 
     @property
     def count(self) -> int:
+        """How many of the journal's events this execution published."""
         return self.claimed or 0
 
-    async def publish(self, extra: list[dict[str, Any]]) -> None:
+    async def write(self, values: list[dict[str, Any]]) -> None:
+        """Publish ``values`` now (after the journal's pending events, the first time)."""
         async with self._journal._events_lock:
             batch: list[dict[str, Any]] = []
             if self.claimed is None:
                 batch = self._journal._claim_events()
                 self.claimed = len(batch)
-            batch.extend(extra)
+            batch.extend(values)
             if batch:
                 await DBOS.write_stream_async(EVENTS, batch)
+
+    def later(self, values: list[dict[str, Any]]) -> None:
+        """Leave ``values`` to a later step: they are recorded with this step's result
+        and become journal events (with sequence numbers) when it returns."""
+        self.deferred.extend(values)
 
     async def finish(self) -> None:
         """Publish the pending events if no write of this step did yet."""
         if self.claimed is None:
-            await self.publish([])
+            await self.write([])
 
     async def when_due(self) -> None:
         """Publish the pending events once the oldest is :data:`EVENTS_LATENCY_S` old
