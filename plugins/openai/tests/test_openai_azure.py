@@ -647,3 +647,24 @@ def test_tether_run_with_entra_id_from_the_environment(
     assert server.bearers == token_endpoint.issued[-1:]
     assert missing.returncode != 0
     assert "AZURE_OPENAI_ENDPOINT" in missing.stderr
+
+
+async def test_closing_the_provider_closes_the_credential_it_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from azure.identity import DefaultAzureCredential
+
+    closed: list[object] = []
+    original = DefaultAzureCredential.close
+
+    def close(self: Any) -> None:
+        closed.append(self)
+        original(self)
+
+    monkeypatch.setattr(DefaultAzureCredential, "close", close)
+    config = {"endpoint": "https://res.openai.azure.com", "api_version": VERSION, "auth": "entra"}
+    provider = OpenAIProvider(ProviderConfig.model_validate(config), profile=AZURE)
+    await provider.validate_auth()
+    assert closed == []
+    await provider.aclose()
+    assert len(closed) == 1

@@ -141,17 +141,31 @@ def make_azure_client(connection: Connection, settings: AzureSettings) -> AsyncA
     )
     if connection.timeout is not None:
         kwargs["timeout"] = connection.timeout
+    credential: Any = None
     if settings.entra:
-        kwargs["azure_ad_token_provider"] = guarded(
-            settings.token_provider or entra_token_provider(settings.scope)
-        )
+        tokens = settings.token_provider
+        if tokens is None:
+            credential, tokens = entra_token_provider(settings.scope)
+        kwargs["azure_ad_token_provider"] = guarded(tokens)
     elif connection.api_key:
         kwargs["api_key"] = connection.api_key
     else:
         raise missing_credential(connection.key_env)
     from openai import AsyncAzureOpenAI
 
-    return AsyncAzureOpenAI(**kwargs)
+    if credential is None:
+        return AsyncAzureOpenAI(**kwargs)
+
+    class AzureClient(AsyncAzureOpenAI):
+        """Closes the credential it made (its HTTP sessions) with the client."""
+
+        async def close(self) -> None:
+            try:
+                await super().close()
+            finally:
+                credential.close()
+
+    return AzureClient(**kwargs)
 
 
 def missing_credential(key_env: str) -> AuthenticationError:
@@ -163,9 +177,10 @@ def missing_credential(key_env: str) -> AuthenticationError:
     )
 
 
-def entra_token_provider(scope: str = DEFAULT_SCOPE) -> Callable[[], Awaitable[str]]:
-    """A token provider backed by azure-identity's ``DefaultAzureCredential`` (environment
-    variables, workload identity, managed identity, the Azure CLI, ...), for ``scope``.
+def entra_token_provider(scope: str = DEFAULT_SCOPE) -> tuple[Any, Callable[[], Awaitable[str]]]:
+    """azure-identity's ``DefaultAzureCredential`` (environment variables, workload
+    identity, managed identity, the Azure CLI, ...) and a token provider for ``scope``
+    backed by it.
 
     The credential is synchronous; each call runs in a worker thread so the event loop
     never waits on a token request."""
@@ -176,12 +191,13 @@ def entra_token_provider(scope: str = DEFAULT_SCOPE) -> Callable[[], Awaitable[s
             'auth = "entra" in [providers.azure] needs azure-identity: '
             "`pip install 'tether-openai[azure]'`."
         ) from exc
-    fetch = get_bearer_token_provider(DefaultAzureCredential(), scope)
+    credential = DefaultAzureCredential()
+    fetch = get_bearer_token_provider(credential, scope)
 
     async def token() -> str:
         return await asyncio.to_thread(fetch)
 
-    return token
+    return credential, token
 
 
 def guarded(provider: TokenProvider) -> Callable[[], Awaitable[str]]:
