@@ -103,3 +103,86 @@ def test_a_run_imports_only_the_chosen_providers_sdk(case: Case, tmp_path: Path)
     assert SDKS[case.provider] in modules
     others = {sdk for name, sdk in SDKS.items() if name != case.provider}
     assert others & modules == set(), f"a {case.provider} run imported {others & modules}"
+
+
+#: Modules a plain ``tether run`` (default tools, cross-session memory on, run log on)
+#: must not import: each serves a feature the run does not use, and start-up time is
+#: mostly imports. (``sqlite3`` itself is imported after the answer, by the run log.)
+NOT_IMPORTED_BY_A_RUN = (
+    "tether.knowledge.knowledge_base",
+    "tether.knowledge.backend",
+    "tether.knowledge.chunking",
+    "tether.knowledge.embedders",
+    "tether.knowledge.keyword_index",
+    "tether.knowledge.vector_index",
+    "tether.knowledge.memory_backend",
+    "tether.memory.scanner",
+    "tether.memory.intent",
+    "tether.sessions.sqlite",
+    "tether.runlog.trace",
+    "tether.runlog.html",
+    "tether.cli.chat",
+    "tether.cli.slash",
+    "tether.cli.kb",
+    "tether.cli.sessions",
+    "tether.cli.runlog",
+    "tether.scaffold",
+    "rich",
+    "markdown_it",
+    "pygments",
+    "numpy",
+    "chromadb",
+    "opentelemetry.sdk",
+    "mcp",
+    "bs4",
+    "markdownify",
+)
+
+
+#: Runs ``tether ARGS`` as the console script does and writes the names in ``sys.modules``
+#: at exit (after the run, from an exit handler) to the file named by the first argument.
+LAUNCHER = """
+import atexit, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write("\\n".join(sorted(sys.modules))))
+sys.argv[0] = "tether"
+from tether.cli import main
+main()
+"""
+
+
+def test_a_plain_run_imports_none_of_the_features_it_does_not_use(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "tether.toml").write_text("")
+    listing = tmp_path / "modules.txt"
+    prefixes = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "TETHER_")
+    with FakeServer() as server:
+        server.queue(chat_reply("gpt-4.1", "Started."))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+        env |= {
+            "HOME": str(tmp_path),
+            "TETHER_CONFIG": str(tmp_path / "tether.toml"),
+            "TETHER_DATA_DIR": str(tmp_path / "data"),
+            "OPENAI_API_KEY": "sk-test-key",
+            "OPENAI_BASE_URL": server.url + "/v1",
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", LAUNCHER, str(listing), "run", "-m", "openai/gpt-4.1", "Hi"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "Started."
+    modules = set(listing.read_text().split())
+    assert {"tether.cli.run", "tether_tools.fs", "openai"} <= modules  # the probe works
+    assert (tmp_path / "data" / "runs.sqlite").exists()
+    unwanted = {
+        name
+        for name in modules
+        if any(name == bad or name.startswith(bad + ".") for bad in NOT_IMPORTED_BY_A_RUN)
+    }
+    assert unwanted == set(), f"a plain run imported {sorted(unwanted)}"

@@ -129,7 +129,7 @@ def build_agent(
         memory=memory,
         limits=limits,
         config=config,
-        plugins=state.plugin_objects(),
+        plugin_manager=state.plugin_manager(),
         approval=terminal_approval(),
         output_type=output_type,
     )

@@ -10,10 +10,14 @@ demand; this memory is small and always present.
 
 from __future__ import annotations
 
-from .scanner import ScanResult, scan
+from typing import TYPE_CHECKING, Any
+
 from .snapshot import CrossSessionMemory
 from .store import MemoryFile, MemoryStore, WriteResult
 from .tool import memory_tool
+
+if TYPE_CHECKING:
+    from .scanner import ScanResult, scan
 
 __all__ = [
     "CrossSessionMemory",
@@ -24,3 +28,13 @@ __all__ = [
     "memory_tool",
     "scan",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``scan`` and ``ScanResult``, imported on first use: the scanner compiles many
+    patterns, and an agent that only reads its memory never needs them."""
+    if name in ("scan", "ScanResult"):
+        from . import scanner
+
+        return getattr(scanner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

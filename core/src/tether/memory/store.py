@@ -27,7 +27,6 @@ from typing import Literal
 
 from ..errors import MemoryBackendError, MemoryWriteRejected
 from ..fileio import atomic_write_bytes, describe_os_error
-from .scanner import normalize, scan
 
 __all__ = [
     "DEFAULT_PROJECT_CAP",
@@ -118,6 +117,8 @@ def _clean_entry(text: str) -> str:
 
 
 def _key(entry: str) -> str:
+    from .scanner import normalize  # the scanner's patterns are compiled on the first write
+
     return normalize(entry).rstrip(" .!;")
 
 
@@ -213,9 +214,7 @@ class MemoryFile:
     def replace_all(self, text: str) -> WriteResult:
         """Replace the whole file with ``text`` (as ``tether memory edit`` does), after
         scanning it and checking the cap."""
-        verdict = scan(text)
-        if not verdict.allowed:
-            raise MemoryWriteRejected(f"Not saved: {verdict.reason}")
+        _check(text)
         entries = [_clean_entry(e) for e in split_entries(text)]
         return self.update(lambda _: (entries, f"Saved the {self.label}."))
 
@@ -341,6 +340,8 @@ class MemoryStore:
 
 
 def _check(text: str) -> None:
+    from .scanner import scan
+
     verdict = scan(text)
     if not verdict.allowed:
         raise MemoryWriteRejected(f"Not saved: {verdict.reason}")

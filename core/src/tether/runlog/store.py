@@ -11,15 +11,17 @@ import atexit
 import contextlib
 import json
 import queue
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, TetherError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["RunLog", "RunNotFound", "RunRow", "open_run_log"]
 
@@ -353,6 +355,8 @@ class RunLog:
 
     # -- plumbing ----------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3  # on the writer thread, once the run is over
+
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(self.path, timeout=10, check_same_thread=False)

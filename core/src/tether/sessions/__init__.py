@@ -10,6 +10,8 @@ awaited and version-checked; the runner accepts both kinds.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .backend import JsonlBackend, SessionBackend, open_session_backend
 from .base import (
     AnySession,
@@ -24,9 +26,11 @@ from .base import (
 from .jsonl import JsonlSession, load_session_file
 from .memory import InMemorySession
 from .repair import RepairAction, RepairReport, repair_messages
-from .sqlite import SqliteSessionStore
 from .store import SessionInfo, SessionStore, validate_session_name
 from .versioned import SessionSummary, StoredSession, VersionedStore
+
+if TYPE_CHECKING:
+    from .sqlite import SqliteSessionStore
 
 __all__ = [
     "AnySession",
@@ -54,3 +58,13 @@ __all__ = [
     "replace_messages",
     "validate_session_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``SqliteSessionStore``, imported on first use (with :mod:`sqlite3`): a run whose
+    sessions live elsewhere never needs it."""
+    if name == "SqliteSessionStore":
+        from .sqlite import SqliteSessionStore
+
+        return SqliteSessionStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
