@@ -90,9 +90,12 @@ def _name_problems(config: Config, plugins: PluginManager) -> Iterable[str]:
 
 
 def _unknown_tools(names: Iterable[str], plugins: PluginManager, key: str) -> Iterable[str]:
+    names = [name for name in names if name != "memory"]
+    if not names:
+        return  # no tool plugin is asked for its tools (their modules stay unimported)
     registrar = plugins.tools
     for name in names:
-        if name != "memory" and name not in registrar:
+        if name not in registrar:
             yield (
                 f"{key} names {name!r}, which is no registered tool or toolset"
                 f"{_near(name, registrar.names())}. Registered: {', '.join(registrar.names())}"
@@ -108,6 +111,8 @@ def check_tool_names(names: Iterable[str], plugins: PluginManager, source: str) 
 
 
 def _tool_problems(config: Config, plugins: PluginManager) -> Iterable[str]:
+    if not config.tool_settings:
+        return
     registrar = plugins.tools
     declared_by: dict[str, Mapping[str, Any] | None] = {}
     dynamic = False

@@ -8,29 +8,54 @@ own from the same section."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import functools
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
 from tether import hookimpl
 from tether.registry import ToolRegistrar
-from tether.tools import Toolset
 
-from .fs import edit_file, glob, grep, list_dir, read_file, write_file
-from .shell import run_command
-from .web import web_fetch, web_search
+if TYPE_CHECKING:
+    from tether.tools import Toolset
+
+    FS: Toolset
+    SHELL: Toolset
+    WEB: Toolset
 
 __all__ = ["FS", "FS_SETTINGS", "SHELL", "SHELL_SETTINGS", "WEB", "register_tools"]
 
-FS = Toolset(
-    "fs",
-    [read_file, write_file, edit_file, list_dir, glob, grep],
-    description="Read, write, edit and search files inside the workspace root.",
-)
-SHELL = Toolset("shell", [run_command], description="Run policed shell commands in the workspace.")
-WEB = Toolset(
-    "web", [web_fetch, web_search], description="Fetch public web pages and search the web."
-)
+
+@functools.cache
+def _toolsets() -> dict[str, Toolset]:
+    """The toolsets, built when first asked for: loading this plugin (every ``tether``
+    process does) imports none of the tools' modules."""
+    from tether.tools import Toolset
+
+    from .fs import edit_file, glob, grep, list_dir, read_file, write_file
+    from .shell import run_command
+    from .web import web_fetch, web_search
+
+    return {
+        "FS": Toolset(
+            "fs",
+            [read_file, write_file, edit_file, list_dir, glob, grep],
+            description="Read, write, edit and search files inside the workspace root.",
+        ),
+        "SHELL": Toolset(
+            "shell", [run_command], description="Run policed shell commands in the workspace."
+        ),
+        "WEB": Toolset(
+            "web", [web_fetch, web_search], description="Fetch public web pages and search the web."
+        ),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``FS``, ``SHELL`` and ``WEB``, built on first use."""
+    if name in ("FS", "SHELL", "WEB"):
+        return _toolsets()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 Count = Annotated[int, Field(ge=1)]
@@ -66,6 +91,7 @@ SHELL_SETTINGS: dict[str, Any] = {
 
 @hookimpl
 def register_tools(tools: ToolRegistrar) -> None:
-    tools.add(FS, settings=FS_SETTINGS)
-    tools.add(SHELL, settings=SHELL_SETTINGS)
-    tools.add(WEB)
+    toolsets = _toolsets()
+    tools.add(toolsets["FS"], settings=FS_SETTINGS)
+    tools.add(toolsets["SHELL"], settings=SHELL_SETTINGS)
+    tools.add(toolsets["WEB"])
