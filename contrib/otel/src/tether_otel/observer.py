@@ -256,18 +256,16 @@ class OtelObserver:
             span.end(now)
         run.span.end(now)
         del self._runs[run.start.run_id]
-        if self.instruments is not None:
+        instruments = self.instruments
+        if instruments is not None:
             for (name, outcome), count in run.tool_counts.items():
-                labels = {"gen_ai.tool.name": name, "tether.tool.outcome": outcome}
-                self.instruments.tool_calls.add(count, labels)
-                if outcome != "ok":
-                    self.instruments.tool_errors.add(count, labels)
+                instruments.count_tool_calls(name, outcome, count)
             attributes = {"gen_ai.operation.name": "invoke_agent", **run.base}
             if error_type is not None:
                 attributes["error.type"] = error_type
-            self.instruments.duration.record(duration, attributes)
+            instruments.record(instruments.duration, duration, attributes)
             if ratio is not None:
-                self.instruments.cache_hit_ratio.record(ratio, run.base)
+                instruments.record(instruments.cache_hit_ratio, ratio, run.base)
 
     # -- model calls ----------------------------------------------------------------------------
     def _turn_end(self, run: _Run, event: TurnEnd) -> None:
@@ -311,16 +309,17 @@ class OtelObserver:
             now,
             events,
         )
-        if self.instruments is not None:
+        instruments = self.instruments
+        if instruments is not None:
             labels = run.labels.get(event.model)
             if labels is None:
                 labels = run.labels[event.model] = _chat_labels(
                     run.base, chat["gen_ai.response.model"]
                 )
-            tokens = self.instruments.token_usage
-            tokens.record(usage.input_tokens, labels[1])
-            tokens.record(usage.output_tokens, labels[2])
-            self.instruments.duration.record(event.latency, labels[0])
+            tokens = instruments.token_usage
+            instruments.record(tokens, usage.input_tokens, labels[1])
+            instruments.record(tokens, usage.output_tokens, labels[2])
+            instruments.record(instruments.duration, event.latency, labels[0])
 
     def _retry(self, run: _Run, event: Retry) -> None:
         run.text.clear()  # the failed attempt's deltas are not part of the answer
