@@ -148,7 +148,8 @@ class OtelObserver:
             return
         handler = self._handlers.get(kind)
         if handler is not None:
-            run = self._current()
+            start = current_run()  # _current(), inlined: this runs for every event
+            run = self._runs.get(start.run_id) if start is not None else None
             if run is not None:
                 handler(run, event)
 

@@ -17,7 +17,7 @@ opened, so children and propagated trace headers can name it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from opentelemetry import trace
@@ -117,16 +117,21 @@ class _SdkSpan:
 
     def end(self, end_time: int | None = None) -> None:
         if self.context.trace_flags.sampled:
-            self.writer.emit(
-                self.name,
-                self.kind,
-                self.context,
-                self.parent,
-                self.attributes,
-                self.start_time,
-                end_time or time.time_ns(),
-                self.events,
-                self.status,
+            writer = self.writer
+            writer.processor.on_end(
+                writer.readable(
+                    name=self.name,
+                    context=self.context,
+                    parent=self.parent,
+                    resource=writer.resource,
+                    attributes=self.attributes,
+                    events=self.events,
+                    kind=self.kind,
+                    status=self.status or writer.unset,
+                    start_time=self.start_time,
+                    end_time=end_time or time.time_ns(),
+                    instrumentation_scope=writer.scope,
+                )
             )
 
 
@@ -143,8 +148,8 @@ class SdkSpanWriter:
         self.sampler = tracer.sampler
         self.scope = InstrumentationScope("tether_otel", version)
         self.event = Event
-        self._readable = ReadableSpan
-        self._unset = Status(StatusCode.UNSET)
+        self.readable = ReadableSpan
+        self.unset = Status(StatusCode.UNSET)
 
     def _context(
         self, name: str, kind: SpanKind, parent: SpanContext | None, attributes: dict[str, Any]
@@ -182,37 +187,21 @@ class SdkSpanWriter:
     ) -> None:
         context, parent = self._context(name, kind, parent, attributes)
         if context.trace_flags.sampled:
-            finished = [self.event(*event) for event in events] if events else ()
-            self.emit(name, kind, context, parent, attributes, start_time, end_time, finished)
-
-    def emit(
-        self,
-        name: str,
-        kind: SpanKind,
-        context: SpanContext,
-        parent: SpanContext | None,
-        attributes: dict[str, Any],
-        start_time: int,
-        end_time: int,
-        events: Sequence[Any] = (),
-        status: Status | None = None,
-    ) -> None:
-        """Hand a finished span to the processor."""
-        self.processor.on_end(
-            self._readable(
-                name=name,
-                context=context,
-                parent=parent,
-                resource=self.resource,
-                attributes=attributes,
-                events=events,
-                kind=kind,
-                status=status or self._unset,
-                start_time=start_time,
-                end_time=end_time,
-                instrumentation_scope=self.scope,
+            self.processor.on_end(
+                self.readable(
+                    name=name,
+                    context=context,
+                    parent=parent,
+                    resource=self.resource,
+                    attributes=attributes,
+                    events=[self.event(*event) for event in events] if events else (),
+                    kind=kind,
+                    status=self.unset,
+                    start_time=start_time,
+                    end_time=end_time,
+                    instrumentation_scope=self.scope,
+                )
             )
-        )
 
 
 # -- API ------------------------------------------------------------------------------------------
