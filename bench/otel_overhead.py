@@ -16,6 +16,10 @@ agent, in a rotating order; an overhead is the median over the rounds of the rat
 the plain agent's block of the same round, so that drift of a shared machine cancels
 out. The run log is off in all of them, so the ratios are telemetry alone.
 
+With ``--breakdown``, two more agents split the cost of the spans: tether-otel with a
+batch processor whose exporter discards the spans (no encoding, no sending), and with a
+tracer provider that has no span processor at all.
+
 Run: ``python bench/otel_overhead.py`` (progress on stderr, one JSON line on stdout).
 """
 
@@ -40,7 +44,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from overhead import A_TOOL_CALLS, add, tool_script
 
 import tether
@@ -74,17 +78,27 @@ async def one_run(agent: tether.Agent, provider: ScriptedProvider) -> float:
     return elapsed
 
 
-async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]:
+class Discard(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+async def measure(
+    reps: int, block: int, receiver_url: str, breakdown: bool = False
+) -> dict[str, object]:
     load_before = round(os.getloadavg()[0], 1)
     flushers: dict[str, list[Any]] = {"plain": []}
     providers: list[Any] = []
 
     def traced(
-        metrics: bool, name: str, exporter_class: type = OTLPSpanExporter
+        metrics: bool, name: str, exporter_class: type | None = OTLPSpanExporter
     ) -> tuple[tether.Agent, ScriptedProvider]:
         tracer_provider = TracerProvider()
-        exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
-        tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
+        if exporter_class is Discard:
+            tracer_provider.add_span_processor(BatchSpanProcessor(Discard()))
+        elif exporter_class is not None:
+            exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
+            tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
         meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()]) if metrics else None
         flushers[name] = [p for p in (tracer_provider, meter_provider) if p is not None]
         providers.extend(flushers[name])
@@ -99,6 +113,9 @@ async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]
         "traced_and_metrics": traced(True, "traced_and_metrics"),
         "traced_sdk_exporter": traced(False, "traced_sdk_exporter", SdkOTLPSpanExporter),
     }
+    if breakdown:  # the spans' share without export, and without any span processor
+        agents["spans_discarded"] = traced(False, "spans_discarded", Discard)
+        agents["spans_no_processor"] = traced(False, "spans_no_processor", None)
 
     async def one_block(name: str) -> tuple[float, float]:
         """Wall seconds of ``block`` runs (the exporter works in the background, as it
@@ -131,7 +148,7 @@ async def measure(reps: int, block: int, receiver_url: str) -> dict[str, object]
         out[f"a_us_per_rt_{name}"] = round(wall[name], 1)
         out[f"a_cpu_us_per_rt_{name}"] = round(cpu[name], 1)
     plain = samples["plain"]
-    for name in ("traced", "traced_and_metrics", "traced_sdk_exporter"):
+    for name in names[1:]:
         # the median of the ratios within each round: the blocks of a round ran back to
         # back, so a load change between rounds cancels out
         pairs = list(zip(samples[name], plain, strict=True))
@@ -160,6 +177,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--block", type=int, default=5, help="runs per timed block")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also spans handed to a batch processor that discards them, and to no processor",
+    )
     parser.add_argument("--receiver", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.receiver:
@@ -176,7 +198,7 @@ def main() -> None:
         url = receiver.stdout.readline().strip()
         if not url:
             raise SystemExit("the OTLP receiver did not start")
-        out = asyncio.run(measure(args.reps, args.block, url))
+        out = asyncio.run(measure(args.reps, args.block, url, args.breakdown))
         exported, _ = receiver.communicate(timeout=60)
     finally:
         receiver.kill()
