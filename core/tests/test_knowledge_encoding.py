@@ -8,11 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.knowledge.keyword_index import KeywordIndex
-from tether.knowledge.text import Tokenizer
+from tether.knowledge.text import TEXT_BREAK, Tokenizer
 
-WORDS = ["the", "studies", "studied", "retry", "Retries", "of", "ünïcode", "x1", "_", "a"]
+WORDS = ["the", "studies", "studied", "retry", "Retries", "of", "ünïcode", "x1", "_", "a", "ΟΔΟΣ"]
+PUNCTUATION = st.sampled_from([" ", "\n", "-", "\x00", "\x1f", "\t", ".", "é", "\u2028", "ß"])
 texts = st.lists(
-    st.lists(st.sampled_from(WORDS) | st.text(max_size=6), max_size=30).map(" ".join),
+    st.lists(st.sampled_from(WORDS) | st.text(max_size=6), max_size=30).map(" ".join)
+    | st.lists(st.sampled_from(WORDS) | PUNCTUATION, max_size=30).map("".join),
     max_size=12,
 )
 
@@ -30,6 +32,19 @@ def test_encode_texts_counts_what_the_tokenizer_yields(batches: list[list[str]])
                 index.terms[i]: int(c) for i, c in zip(ids.tolist(), counts.tolist(), strict=True)
             }
             assert got == dict(Counter(tokenizer(text)))
+
+
+@settings(deadline=None, max_examples=150)
+@given(texts)
+def test_batch_words_are_the_words_of_each_text(batch: list[str]) -> None:
+    tokenizer = Tokenizer()
+    words = tokenizer.batch_words(batch)
+    if any(TEXT_BREAK in text for text in batch):
+        assert words is None
+        return
+    assert words is not None
+    per_text = [tokenizer.words(text) for text in batch]
+    assert words == [w for i, ws in enumerate(per_text) for w in ([TEXT_BREAK] if i else []) + ws]
 
 
 def test_a_new_tokenizer_starts_the_word_memo_over() -> None:

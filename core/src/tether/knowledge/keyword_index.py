@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .ranking import top_k
+from .text import TEXT_BREAK
 
 if TYPE_CHECKING:
     from .text import Tokenizer
@@ -38,6 +39,8 @@ _IntArray = npt.NDArray[np.int64]
 _WORD_MEMO_LIMIT = 1_000_000
 #: Marks a word not in the memo yet (stop words are -1, terms 0 and up).
 _UNKNOWN = -2
+#: The memo's id of the break between two texts of a batch.
+_BREAK = -3
 _FloatArray = npt.NDArray[np.float32]
 
 
@@ -52,7 +55,7 @@ class KeywordIndex:
         self.k1 = k1
         self.b = b
         self.vocabulary: dict[str, int] = {}
-        self._word_ids: dict[str, int] = {}
+        self._word_ids: dict[str, int] = {TEXT_BREAK: _BREAK}
         self._memo_owner: Tokenizer | None = None
         #: terms by id (``terms[vocabulary[t]] == t``)
         self.terms: list[str] = []
@@ -100,16 +103,21 @@ class KeywordIndex:
     ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
         """:meth:`encode` of ``tokenizer(text)`` for each of ``texts``, vectorised.
 
-        Words are mapped straight to term ids through a memo of this index (a stop word
-        to -1), so a word seen before costs one lookup, and the counting of the whole
-        batch is one numpy sort. One index is used with one tokenizer; passing another
+        The batch is split into words in one pass (:meth:`Tokenizer.batch_words`), words
+        are mapped straight to term ids through a memo of this index (a stop word to -1),
+        so a word seen before costs one lookup, and the counting of the whole batch is
+        one numpy sort. One index is used with one tokenizer; passing another
         starts the memo over.
         """
         if tokenizer is not self._memo_owner:
-            self._word_ids = {}
+            self._word_ids = {TEXT_BREAK: _BREAK}
             self._memo_owner = tokenizer
-        per_text = [tokenizer.words(text) for text in texts]
-        words = list(chain.from_iterable(per_text))
+        if not texts:
+            return []
+        words = tokenizer.batch_words(texts)
+        if words is None:  # a text holds the break character: one text at a time
+            per_text = (chain(tokenizer.words(t), (TEXT_BREAK,)) for t in texts)
+            words = list(chain.from_iterable(per_text))[:-1]
         word_ids = self._word_ids
         ids = np.fromiter(
             map(word_ids.get, words, repeat(_UNKNOWN)), dtype=np.int64, count=len(words)
@@ -121,10 +129,7 @@ class KeywordIndex:
             ids[unknown] = np.fromiter(
                 map(word_ids.__getitem__, missing), dtype=np.int64, count=len(missing)
             )
-        owner = np.repeat(
-            np.arange(len(texts), dtype=np.int64),
-            np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text)),
-        )
+        owner = np.cumsum(ids == _BREAK)
         kept = ids >= 0
         keys, counts = np.unique(
             owner[kept] * (len(self.terms) + 1) + ids[kept], return_counts=True
@@ -143,6 +148,7 @@ class KeywordIndex:
         word_ids = self._word_ids
         if len(word_ids) > _WORD_MEMO_LIMIT:
             word_ids.clear()
+            word_ids[TEXT_BREAK] = _BREAK
         vocabulary = self.vocabulary
         for word, term in tokenizer.term_map(set(words).difference(word_ids)).items():
             if not term:
@@ -161,7 +167,7 @@ class KeywordIndex:
                 raise RuntimeError("load_vocabulary must be called on an empty index.")
             self.terms = list(terms)
             self.vocabulary = {term: i for i, term in enumerate(self.terms)}
-            self._word_ids = {}
+            self._word_ids = {TEXT_BREAK: _BREAK}
 
     def add(self, slot: int, term_ids: npt.NDArray[Any], counts: npt.NDArray[Any]) -> None:
         """Index chunk ``slot`` (replacing it if present) with its terms' ids and counts."""

@@ -13,13 +13,24 @@ does not know pass through unchanged.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["ENGLISH_STOP_WORDS", "Tokenizer"]
+__all__ = ["ENGLISH_STOP_WORDS", "TEXT_BREAK", "Tokenizer"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Stands between two texts in :meth:`Tokenizer.batch_words`; never part of a word.
+TEXT_BREAK = "\x00"
+_WORD_OR_BREAK = re.compile(r"\w+|\x00", re.UNICODE)
+#: ASCII text to its words separated by spaces, lower-cased: an ASCII character is a
+#: word character (``\w``) exactly when it is a letter, a digit or ``_``.
+_ASCII_WORDS = str.maketrans(
+    {
+        c: (chr(c).lower() if chr(c).isalnum() or chr(c) == "_" or c == 0 else " ")
+        for c in range(128)
+    }
+)
 #: Distinct words remembered per tokenizer before the memo starts over.
 _MEMO_LIMIT = 1_000_000
 
@@ -190,6 +201,17 @@ class Tokenizer:
         """The words of ``text``, lower-cased, stop words included: what :meth:`term_map`
         maps to terms."""
         return _WORD.findall(text.lower())
+
+    def batch_words(self, texts: Sequence[str]) -> list[str] | None:
+        """The :meth:`words` of each of ``texts`` in one list, :data:`TEXT_BREAK` between
+        two texts: one pass over the whole batch, several times faster than a call per
+        text. ``None`` when a text holds :data:`TEXT_BREAK` itself."""
+        joined = f" {TEXT_BREAK} ".join(texts)
+        if joined.count(TEXT_BREAK) != max(len(texts) - 1, 0):
+            return None
+        if joined.isascii():
+            return joined.translate(_ASCII_WORDS).split()
+        return _WORD_OR_BREAK.findall(joined.lower())
 
     def term_map(self, words: Iterable[str]) -> dict[str, str]:
         """Each distinct word of ``words`` and its term (``""`` for a stop word)."""
