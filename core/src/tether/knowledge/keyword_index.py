@@ -101,19 +101,28 @@ class KeywordIndex:
     def encode_texts(
         self, texts: Sequence[str], tokenizer: Tokenizer
     ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
-        """:meth:`encode` of ``tokenizer(text)`` for each of ``texts``, vectorised.
+        """:meth:`encode` of ``tokenizer(text)`` for each of ``texts``, vectorised."""
+        term_ids, tfs, bounds = self.encode_batch(texts, tokenizer)
+        return [
+            (term_ids[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]])
+            for i in range(len(texts))
+        ]
+
+    def encode_batch(
+        self, texts: Sequence[str], tokenizer: Tokenizer
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """:meth:`encode_texts` as three flat arrays: the term ids and counts of all
+        texts, text ``i`` holding ``ids[bounds[i]:bounds[i + 1]]`` (ids ascending).
 
         The batch is split into words in one pass (:meth:`Tokenizer.batch_words`), words
         are mapped straight to term ids through a memo of this index (a stop word to -1),
         so a word seen before costs one lookup, and the counting of the whole batch is
-        one numpy sort. One index is used with one tokenizer; passing another
-        starts the memo over.
+        one numpy sort. One index is used with one tokenizer; passing another starts the
+        memo over.
         """
         if tokenizer is not self._memo_owner:
             self._word_ids = {TEXT_BREAK: _BREAK}
             self._memo_owner = tokenizer
-        if not texts:
-            return []
         words = tokenizer.batch_words(texts)
         if words is None:  # a text holds the break character: one text at a time
             per_text = (chain(tokenizer.words(t), (TEXT_BREAK,)) for t in texts)
@@ -131,17 +140,10 @@ class KeywordIndex:
             )
         owner = np.cumsum(ids == _BREAK)
         kept = ids >= 0
-        keys, counts = np.unique(
-            owner[kept] * (len(self.terms) + 1) + ids[kept], return_counts=True
-        )
-        text_of_key = keys // (len(self.terms) + 1)
-        bounds = np.searchsorted(text_of_key, np.arange(len(texts) + 1))
-        term_ids = keys % (len(self.terms) + 1)
-        tfs = counts.astype(np.float32)
-        return [
-            (term_ids[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]])
-            for i in range(len(texts))
-        ]
+        width = len(self.terms) + 1
+        keys, counts = np.unique(owner[kept] * width + ids[kept], return_counts=True)
+        bounds = np.searchsorted(keys // width, np.arange(len(texts) + 1))
+        return keys % width, counts.astype(np.float32), bounds.astype(np.int64)
 
     def _learn_words(self, words: list[str], tokenizer: Tokenizer) -> None:
         """Give the words not yet in the memo their term ids (new terms get new ids)."""
@@ -200,21 +202,25 @@ class KeywordIndex:
     ) -> None:
         """Index many new chunks at once (loading a stored index); much faster than
         :meth:`add` in a loop, as postings are sorted once, at the next search."""
+        if len(slots) != len(encoded):
+            raise ValueError(f"{len(slots)} slots but {len(encoded)} encoded chunks.")
+        terms = [
+            (np.asarray(ids, dtype=np.int64), np.asarray(tfs, dtype=np.float32))
+            for ids, tfs in encoded
+        ]
+        lengths = _sums([tfs for _, tfs in terms])
         with self._lock:
-            for slot in slots:
-                if slot in self._pos_of:
+            if self._pos_of and not self._pos_of.keys().isdisjoint(slots):
+                for slot in slots:
                     self.remove(slot)
-            for slot, (term_ids, counts) in zip(slots, encoded, strict=True):
-                ids = np.asarray(term_ids, dtype=np.int64)
-                tfs = np.asarray(counts, dtype=np.float32)
-                self._pos_of[slot] = len(self._slots)
-                self._slots.append(slot)
-                length = float(tfs.sum())
-                self._lengths.append(length)
-                self._alive.append(True)
-                self._terms.append((ids, tfs))
-                self._n_alive += 1
-                self._total_length += length
+            start = len(self._slots)
+            self._pos_of.update(zip(slots, range(start, start + len(slots)), strict=True))
+            self._slots.extend(slots)
+            self._lengths.extend(lengths)
+            self._alive.extend([True] * len(slots))
+            self._terms.extend(terms)
+            self._n_alive += len(slots)
+            self._total_length += float(sum(lengths))
             self._stale = True
             self._arrays = None
 
@@ -322,3 +328,13 @@ class KeywordIndex:
         self._post_tf = all_tf[order]
         counts = np.bincount(all_ids, minlength=len(self.vocabulary))
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def _sums(arrays: Sequence[npt.NDArray[np.float32]]) -> list[float]:
+    """The sum of each of ``arrays``, in one pass over all of them."""
+    if not arrays:
+        return []
+    ends = np.cumsum(np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays)))
+    totals = np.concatenate([[0.0], np.cumsum(np.concatenate(arrays), dtype=np.float64)])
+    sums: list[float] = (totals[ends] - totals[ends - np.diff(ends, prepend=0)]).tolist()
+    return sums

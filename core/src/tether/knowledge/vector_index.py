@@ -66,16 +66,16 @@ class VectorIndex:
                     f"Vectors of {matrix.shape[1]} dimensions given to an index of "
                     f"{self.dimensions}; all vectors must come from the same embedder."
                 )
-            for slot in slots:
-                self.remove(slot)
+            if self._pos_of and not self._pos_of.keys().isdisjoint(map(int, slots)):
+                for slot in slots:
+                    self.remove(slot)
             self._reserve(self._size + len(slots))
             start, end = self._size, self._size + len(slots)
             self._matrix[start:end] = matrix
             self._codes[:, start:end] = _codes(matrix).T
             self._alive[start:end] = True
             self._slots[start:end] = slots
-            for offset, slot in enumerate(slots):
-                self._pos_of[int(slot)] = start + offset
+            self._pos_of.update(zip(map(int, slots), range(start, end), strict=True))
             self._size = end
 
     def remove(self, slot: int) -> bool:

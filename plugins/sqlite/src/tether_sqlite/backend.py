@@ -22,6 +22,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -251,42 +252,15 @@ class SqliteBackend:
         """
         prepared = [self._prepare(info, chunks, vectors) for info, chunks, vectors in documents]
         with self._lock, _errors(self.path):
-            slots: list[list[int]] = []
-            old_slots: list[int] = []
             with self._transaction():
                 # Under the write lock: no other process can add terms until we commit.
                 self._refresh()
-                flat = self._keywords.encode_texts(
+                term_ids, tfs, bounds = self._keywords.encode_batch(
                     [c.indexed_text for _, chunks, _ in prepared for c in chunks], self._tokenize
                 )
-                encoded = []
-                offset = 0
-                for _, chunks, _ in prepared:
-                    encoded.append(flat[offset : offset + len(chunks)])
-                    offset += len(chunks)
-                next_id = self._next_chunk_id()
-                chunk_rows: list[tuple[Any, ...]] = []
                 old_slots = self._delete_rows(*(info.doc_id for info, _, _ in prepared))
-                for (info, chunks, matrix), terms in zip(prepared, encoded, strict=True):
-                    ids = list(range(next_id, next_id + len(chunks)))
-                    next_id += len(chunks)
-                    slots.append(ids)
-                    chunk_rows += [
-                        (
-                            slot,
-                            info.doc_id,
-                            chunk.start_line,
-                            chunk.end_line,
-                            chunk.text,
-                            chunk.context,
-                            _ids_blob(term_ids),
-                            _counts_blob(counts),
-                            matrix[position].tobytes() if matrix is not None else None,
-                        )
-                        for position, (slot, chunk, (term_ids, counts)) in enumerate(
-                            zip(ids, chunks, terms, strict=True)
-                        )
-                    ]
+                first = self._next_chunk_id()
+                slots = list(range(first, first + len(bounds) - 1))
                 self._db.executemany(
                     "INSERT INTO documents(doc_id, content_hash, chunks, embedder) VALUES (?, ?, ?, ?)",
                     [(i.doc_id, i.content_hash, i.chunks, i.embedder) for i, _, _ in prepared],
@@ -301,25 +275,26 @@ class SqliteBackend:
                 self._db.executemany(
                     "INSERT INTO chunks(id, doc_id, start_line, end_line, text, context, "
                     "term_ids, term_counts, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    chunk_rows,
+                    _chunk_rows(prepared, slots, term_ids, tfs, bounds),
                 )
             self._persisted_terms = len(self._keywords.terms)
             for slot in old_slots:
                 self._keywords.remove(slot)
                 self._vectors.remove(slot)
             self._keywords.add_many(
-                [slot for ids in slots for slot in ids], [t for terms in encoded for t in terms]
+                slots,
+                [(term_ids[a:b], tfs[a:b]) for a, b in pairwise(bounds.tolist())],
             )
-            with_vectors = [
-                (ids, matrix)
-                for ids, (_, _, matrix) in zip(slots, prepared, strict=True)
-                if matrix is not None
-            ]
-            if with_vectors:
-                self._vectors.add_many(
-                    [slot for ids, _ in with_vectors for slot in ids],
-                    np.concatenate([matrix for _, matrix in with_vectors]),
-                )
+            offset = 0
+            vector_slots: list[int] = []
+            matrices = []
+            for _, chunks, matrix in prepared:
+                if matrix is not None:
+                    vector_slots += slots[offset : offset + len(chunks)]
+                    matrices.append(matrix)
+                offset += len(chunks)
+            if matrices:
+                self._vectors.add_many(vector_slots, np.concatenate(matrices))
 
     def _prepare(
         self,
@@ -425,6 +400,37 @@ class SqliteBackend:
             for slot, score in hits
             if (row := by_id.get(slot)) is not None
         ]
+
+
+def _chunk_rows(
+    prepared: Sequence[tuple[DocumentInfo, Sequence[Chunk], Any]],
+    slots: list[int],
+    term_ids: Any,
+    tfs: Any,
+    bounds: Any,
+) -> Iterator[tuple[Any, ...]]:
+    """The ``chunks`` rows of a batch: each blob is a slice of one buffer per batch."""
+    ids_blob = _ids_blob(term_ids)
+    counts_blob = _counts_blob(tfs)
+    ends = bounds.tolist()
+    position = 0
+    for info, chunks, matrix in prepared:
+        vectors = bytes(matrix.tobytes()) if matrix is not None else b""
+        row = len(vectors) // len(chunks) if chunks else 0
+        for index, chunk in enumerate(chunks):
+            start, end = ends[position], ends[position + 1]
+            yield (
+                slots[position],
+                info.doc_id,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.text,
+                chunk.context,
+                ids_blob[4 * start : 4 * end],
+                counts_blob[2 * start : 2 * end],
+                vectors[row * index : row * (index + 1)] if matrix is not None else None,
+            )
+            position += 1
 
 
 def _ids_blob(ids: Any) -> bytes:
