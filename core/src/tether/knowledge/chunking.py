@@ -111,7 +111,7 @@ class Chunker:
         """The chunks of ``text``, in document order; blank-only chunks are skipped."""
         lines = text.splitlines()
         chunks: list[Chunk] = []
-        headings = _Headings(lines) if self.context else None
+        headings = _Headings(lines, doc_id) if self.context else None
         start = 0
         while start < len(lines):
             end = start
@@ -125,7 +125,7 @@ class Chunker:
                 size += 1 + len(lines[end])
             body = "\n".join(lines[start : end + 1])
             if body.strip():
-                context = headings.context(doc_id, start) if headings is not None else ""
+                context = headings.context(start) if headings is not None else ""
                 chunks.append(Chunk(doc_id, start + 1, end + 1, body, context=context))
             if end + 1 >= len(lines):
                 break
@@ -142,14 +142,16 @@ def document_context(doc_id: str, lines: Sequence[str], start: int) -> str:
     Markdown heading, or else the first non-blank line when it is short enough to be a
     title) and the nearest Markdown heading above ``start`` (the section).
     """
-    return _Headings(lines).context(doc_id, start)
+    return _Headings(lines, doc_id).context(start)
 
 
 class _Headings:
     """Where a document's title and section headings are, found once per document."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], doc_id: str) -> None:
         self.lines = lines
+        # A name without letters (a database key, a number) tells a reader nothing.
+        self.name = [doc_id] if any(ch.isalpha() for ch in doc_id) else []
         self.sections: list[int] = []  # 0-based line numbers of Markdown headings
         for number, line in enumerate(lines):
             if line.lstrip().startswith("#") and _HEADING.match(line):
@@ -160,9 +162,8 @@ class _Headings:
             if first is not None and len(lines[first].strip()) <= _TITLE_MAX_CHARS:
                 self.title = first
 
-    def context(self, doc_id: str, start: int) -> str:
-        # A name without letters (a database key, a number) tells a reader nothing.
-        parts = [doc_id] if any(ch.isalpha() for ch in doc_id) else []
+    def context(self, start: int) -> str:
+        parts = self.name.copy()
         if self.title is not None and self.title < start:
             parts.append(self._text(self.title))
         section = self._section_before(start)
