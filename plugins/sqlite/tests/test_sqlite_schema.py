@@ -50,3 +50,23 @@ def test_an_index_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(MemoryBackendError, match="newer tether-sqlite"):
         SqliteBackend(path)
+
+
+def test_a_new_index_has_large_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    chunks = Chunker().split("a.md", "alpha beta")
+    new = SqliteBackend(tmp_path / "new.sqlite3")
+    new.put_document(DocumentInfo("a.md", "h", len(chunks)), chunks, None)
+    new.close()
+    old = sqlite3.connect(tmp_path / "old.sqlite3")  # written with SQLite's default pages
+    old.execute("CREATE TABLE early (x)")
+    old.commit()
+    old.close()
+    backend = SqliteBackend(tmp_path / "old.sqlite3")
+    backend.put_document(DocumentInfo("a.md", "h", len(chunks)), chunks, None)
+    assert [c.text for c in backend.keyword_search("alpha", 5)] == ["alpha beta"]
+    backend.close()
+    sizes = {
+        name: sqlite3.connect(tmp_path / name).execute("PRAGMA page_size").fetchone()[0]
+        for name in ("new.sqlite3", "old.sqlite3")
+    }
+    assert sizes == {"new.sqlite3": 65536, "old.sqlite3": 4096}

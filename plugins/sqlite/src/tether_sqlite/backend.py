@@ -2,8 +2,9 @@
 
 Everything lives in one database (``kb.sqlite3`` in tether's data directory unless
 ``path`` says otherwise): documents, chunks with their text and line ranges, each
-chunk's keyword terms (ids and counts) and its vector (a float32 blob). Every change to
-a document is one transaction, so a crash leaves the old document or the new one.
+chunk's keyword terms (ids and counts) and its vector (a float32 blob), in 64 KB pages.
+Every change to a document is one transaction, so a crash leaves the old document or the
+new one.
 
 Queries do not scan the database. On open, the terms and vectors are loaded once into
 an in-memory BM25 inverted index and a vector index
@@ -43,6 +44,13 @@ __all__ = ["SqliteBackend"]
 log = logging.getLogger("tether.knowledge.sqlite")
 
 SCHEMA_VERSION = 2
+#: Page size of a new database. A chunk row is a few KB (a 384-dimensional float32
+#: vector alone is 1.5 KB), so 4 KB pages hold one row each, mostly empty: 64 KB pages
+#: make the file 40% smaller and a bulk build a quarter cheaper (``bench/kb_bench.py``).
+PAGE_SIZE = 65536
+#: Bytes of the database read through a memory map, not copied by ``read()``: fetching
+#: the chunks of a result then costs no more with 64 KB pages than with 4 KB ones.
+MMAP_SIZE = 1 << 30
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -105,6 +113,9 @@ class SqliteBackend:
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
             )
+            # Only a new database takes the page size (before WAL is set).
+            self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
+            self._db.execute(f"PRAGMA mmap_size={MMAP_SIZE}")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
