@@ -9,7 +9,8 @@ queries (5 words of a random chunk; that chunk's vector plus noise) are timed th
 run and on the same data: rank-bm25 alone, SQLite FTS5 ``bm25()`` alone and chromadb
 alone, and the overlap of the sqlite backend's vector top-10 with exact search. Each
 tether build is also printed as a ratio to the bare store it is built on (sqlite to FTS5,
-chroma to chromadb), both measured in this run.
+chroma to chromadb), both measured in this run, in wall time and in CPU time of this
+process (all its threads); on a busy machine the CPU ratio is the steadier one.
 
 Usage::
 
@@ -165,6 +166,19 @@ def timed(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[float]:
     return out
 
 
+class Build:
+    """Wall and process CPU seconds of one build."""
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.cpu = time.process_time()
+
+    def stop(self) -> Build:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+        return self
+
+
 def row(name: str, build: float | None, lat: dict[str, tuple[float, float]]) -> None:
     cells = " ".join(f"{mode} {p50:7.2f}/{p95:7.2f}" for mode, (p50, p95) in lat.items())
     b = f"{build:8.1f}s" if build is not None else "        -"
@@ -192,7 +206,7 @@ async def bench_backend(
     qs: list[tuple[str, np.ndarray]],
     directory: Path,
     n_queries: int,
-) -> tuple[Any, float]:
+) -> tuple[Any, Build]:
     table = {t: v for t, v in zip(texts, vectors, strict=True)}
     table.update({q: v for q, v in qs})
     kb = KnowledgeBase(
@@ -200,13 +214,13 @@ async def bench_backend(
         TableEmbedder(table),
         chunker=Chunker(max_chars=10_000, max_lines=1, overlap_lines=0),
     )
-    start = time.perf_counter()
+    build = Build()
     await kb.add_many(
         (f"doc{d // CHUNKS_PER_DOC}", "\n".join(texts[d : d + CHUNKS_PER_DOC]))
         for d in range(0, len(texts), CHUNKS_PER_DOC)
     )
     await kb.search(qs[0][0], k=10)  # first query folds pending index work in
-    build = time.perf_counter() - start
+    build.stop()
     lat = {}
     for mode in ("hybrid", "keyword", "vector"):
         samples = []
@@ -215,7 +229,7 @@ async def bench_backend(
             await kb.search(q, k=10, mode=mode)  # type: ignore[arg-type]
             samples.append(time.perf_counter() - t0)
         lat[mode] = pct(samples)
-    row(f"tether {name}", build, lat)
+    row(f"tether {name}", build.wall, lat)
     return kb, build
 
 
@@ -234,13 +248,13 @@ def bench_rank_bm25(texts: list[str], qs: list[tuple[str, np.ndarray]], n_querie
 
 def bench_fts5(
     texts: list[str], qs: list[tuple[str, np.ndarray]], directory: Path, n_queries: int
-) -> float:
+) -> Build:
     db = sqlite3.connect(directory / "fts5.sqlite3")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(text, tokenize='porter unicode61')")
-    start = time.perf_counter()
+    build = Build()
     db.executemany("INSERT INTO f(rowid, text) VALUES (?, ?)", enumerate(texts))
     db.commit()
-    build = time.perf_counter() - start
+    build.stop()
 
     def one(q: tuple[str, np.ndarray]) -> None:
         match = " OR ".join(f'"{w}"' for w in q[0].split())
@@ -248,7 +262,7 @@ def bench_fts5(
             "SELECT rowid FROM f WHERE f MATCH ? ORDER BY rank LIMIT 10", (match,)
         ).fetchall()
 
-    row("SQLite FTS5 alone", build, {"keyword": pct(timed(one, qs[:n_queries]))})
+    row("SQLite FTS5 alone", build.wall, {"keyword": pct(timed(one, qs[:n_queries]))})
     db.close()
     return build
 
@@ -259,7 +273,7 @@ def bench_chromadb(
     qs: list[tuple[str, np.ndarray]],
     directory: Path,
     n_queries: int,
-) -> float:
+) -> Build:
     import chromadb
     from chromadb.config import Settings
 
@@ -270,18 +284,18 @@ def bench_chromadb(
         "alone", embedding_function=None, configuration={"hnsw": {"space": "ip"}}
     )
     batch = client.get_max_batch_size()
-    start = time.perf_counter()
+    build = Build()
     for i in range(0, len(texts), batch):
         col.add(
             ids=[str(j) for j in range(i, min(i + batch, len(texts)))],
             embeddings=vectors[i : i + batch],
             documents=texts[i : i + batch],
         )
-    build = time.perf_counter() - start
+    build.stop()
     samples = timed(
         lambda q: col.query(query_embeddings=[q[1].tolist()], n_results=10), qs[:n_queries]
     )
-    row("chromadb alone", build, {"vector": pct(samples)})
+    row("chromadb alone", build.wall, {"vector": pct(samples)})
     return build
 
 
@@ -323,7 +337,9 @@ async def main() -> None:
                 if name in bare:
                     store = "FTS5" if name == "sqlite" else "chromadb"
                     print(
-                        f"  tether {name} build / {store} build: {build / bare[name]:.2f}x",
+                        f"  tether {name} build / {store} build: {build.wall / bare[name].wall:.2f}x"
+                        f" (CPU time {build.cpu / bare[name].cpu:.2f}x: {build.cpu:.1f} s /"
+                        f" {bare[name].cpu:.1f} s)",
                         flush=True,
                     )
                 if name == "sqlite":
