@@ -753,3 +753,10 @@ async def test_a_bedrock_api_key_is_sent_as_a_bearer_token_and_named_when_reject
     from tether.scrub import scrub
 
     assert api_key not in scrub(f"a log line with {api_key}")
+
+
+async def test_an_unknown_aws_profile_is_named() -> None:
+    config = ProviderConfig.model_validate({"region": REGION, "profile": "no-such-profile"})
+    with pytest.raises(AuthenticationError, match="no-such-profile") as raised:
+        await BedrockProvider(config).validate_auth()
+    assert "ProfileNotFound" in str(raised.value)
