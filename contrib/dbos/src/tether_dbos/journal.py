@@ -173,6 +173,9 @@ class Journal:
         if stream.claimed is None and work is not None:
             publishing.cancel()  # not due yet: the next step publishes them
         await asyncio.wait((publishing,))
+        failure = None if publishing.cancelled() else publishing.exception()
+        if failure is not None:
+            raise failure  # the events it claimed were not written: the step fails
         value = value if error is None else None
         return StepOutcome(value, error, written[0], stream.count, stream.deferred)
 
