@@ -8,11 +8,14 @@ exit. Two times per run, from just before the process is started: to the first r
 the server receives, and to the process's exit. Medians (and spread) of ``--runs`` runs;
 the tools take turns, so a busy machine slows them alike.
 
-    python bench/startup_bench.py [--runs 7] [--llm PATH] [--pai PATH]
+    python bench/startup_bench.py [--runs 7] [--tether PATH] [--llm PATH] [--pai PATH]
 
 ``--llm`` and ``--pai`` name the other tools' executables (install them in a separate
 virtual environment: ``uv pip install llm "pydantic-ai-slim[cli,openai]"``); a tool not
-given is left out of the table. Prints a table and one JSON line.
+given is left out of the table. ``--tether`` runs another installation of tether than
+the one next to this Python (e.g. one made like a user's, ``uv pip install ./core
+./plugins/openai ./plugins/tools``, without the workspace's other plugins and their
+dependencies). Prints a table and one JSON line.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ class Server:
 
 
 def commands(args: argparse.Namespace) -> dict[str, list[str]]:
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
+    tether_cli = args.tether or shutil.which("tether", path=os.path.dirname(sys.executable))
     if tether_cli is None:
         raise SystemExit("The tether command is not installed next to this Python.")
     found = {"tether": [tether_cli, "run", "-m", f"openai/{MODEL}", PROMPT]}
@@ -72,7 +75,14 @@ def commands(args: argparse.Namespace) -> dict[str, list[str]]:
 
 
 def environment(server_url: str, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TETHER_"))}
+    """The tools' environment: the fake server's URL and key, a fresh home, and bytecode
+    caches allowed (``PYTHONDONTWRITEBYTECODE`` dropped), as an installed tool has them;
+    otherwise every run would compile every module it imports from source."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "TETHER_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(
         {
             "OPENAI_API_KEY": "sk-bench-not-a-real-key",
@@ -103,10 +113,14 @@ def run_once(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--tether", help="path of the tether executable (default: the one next to this Python)"
+    )
     parser.add_argument("--llm", help="path of the llm executable")
     parser.add_argument("--pai", help="path of pydantic-ai's CLI (pai or clai)")
     args = parser.parse_args()
     tools = commands(args)
+    load_before = os.getloadavg()[0]
     timings: dict[str, list[tuple[float, float]]] = {name: [] for name in tools}
     server = Server()
     with tempfile.TemporaryDirectory() as tmp, server.fake as fake:
@@ -118,6 +132,7 @@ def main() -> None:
         for _ in range(args.runs):
             for name, command in tools.items():
                 timings[name].append(run_once(server, command, env, home))
+    load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after (1-minute average)"
     report = {
         name: {
             "first_request_s": statistics.median(t[0] for t in runs),
@@ -128,7 +143,7 @@ def main() -> None:
         for name, runs in timings.items()
     }
     base = report["tether"]["exit_s"]
-    print(f"median of {args.runs} runs each, one prompt over loopback")
+    print(f"median of {args.runs} runs each, one prompt over loopback; load {load}")
     print(f"{'tool':<22}{'first request':>15}{'exit':>9}{'range':>16}{'vs tether':>11}")
     for name, row in report.items():
         spread = f"{row['exit_min_s']:.2f}-{row['exit_max_s']:.2f}"
@@ -136,7 +151,7 @@ def main() -> None:
             f"{name:<22}{row['first_request_s']:>14.2f}s{row['exit_s']:>8.2f}s{spread:>15}s"
             f"{row['exit_s'] / base:>10.2f}x"
         )
-    print(json.dumps({"runs": args.runs, "tools": report}))
+    print(json.dumps({"runs": args.runs, "load": load, "tools": report}))
 
 
 if __name__ == "__main__":
