@@ -84,10 +84,6 @@ def start_worker(
     runtime = WorkerRuntime(config, settings, plugins=plugins)
     install(runtime)
     name = executor_id or default_executor_id()
-    DBOS(config=dbos_config(config, settings, executor_id=name))
-    DBOS.launch()
-    for queue, options in settings.queues().items():
-        DBOS.register_queue(queue, **options)
     url = settings.system_database_url(config)
     if settings.takeover_after_s is not None and url.startswith("postgres"):
         runtime.heartbeat = Heartbeat(
@@ -97,7 +93,16 @@ def start_worker(
             takeover_after_s=settings.takeover_after_s,
             recover=recover_runs_of,
         )
+        # Beating before DBOS takes any run: a peer must never find this id silent
+        # (from its last life, or during a slow launch) and move runs it has begun.
+        runtime.heartbeat.register()
         runtime.heartbeat.start()
+    DBOS(config=dbos_config(config, settings, executor_id=name))
+    DBOS.launch()
+    for queue, options in settings.queues().items():
+        DBOS.register_queue(queue, **options)
+    if runtime.heartbeat is not None:
+        runtime.heartbeat.allow_takeover()
     return runtime
 
 
@@ -122,6 +127,8 @@ def stop_worker(runtime: WorkerRuntime | None = None, *, timeout: float = 10.0) 
     (or resume when a worker with the same executor id starts again). (The runtime's
     connections are left to the process's end: closing them first would fail the runs
     still finishing.)"""
+    if runtime is not None and runtime.heartbeat is not None:
+        runtime.heartbeat.allow_takeover(False)  # DBOS is going away; it still beats
     DBOS.destroy(workflow_completion_timeout_sec=int(timeout))
     if runtime is not None and runtime.heartbeat is not None:
         runtime.heartbeat.stop(release=True)

@@ -65,13 +65,14 @@ class Heartbeat:
         self._table = sql.Identifier(schema, "tether_workers")
         self._schema = sql.Identifier(schema)
         self._stop = threading.Event()
+        self._takeover = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: Any = None
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
-        """Register this worker and start beating."""
-        self.register()
+        """Start beating (after :meth:`register`); peers are taken over only between
+        :meth:`allow_takeover` and :meth:`stop` (DBOS must be running to recover them)."""
         self._thread = threading.Thread(target=self._run, name="tether-heartbeat", daemon=True)
         self._thread.start()
 
@@ -100,6 +101,13 @@ class Heartbeat:
                 ).format(self._table),
                 (self.executor_id,),
             )
+
+    def allow_takeover(self, allowed: bool = True) -> None:
+        """Whether the beats also take over silent peers."""
+        if allowed:
+            self._takeover.set()
+        else:
+            self._takeover.clear()
 
     def stop(self, *, release: bool = True) -> None:
         """Stop beating. With ``release``, mark this worker gone at once, so peers take
@@ -199,7 +207,10 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                self.beat()
+                if self._takeover.is_set():
+                    self.beat()
+                else:
+                    self._write_heartbeat()
             except Exception as exc:  # a database hiccup: try again at the next beat
                 _log.warning("Worker heartbeat failed: %s", _describe(exc))
                 self._close()
