@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.boundary",
             "tether.config_check",
             "tether.deadlines",
+            "tether.early_dispatch",
             "tether.depth",
             "tether.fileio",
             "tether.guard",

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from .provider import Provider as Provider
     from .provider import ProviderEvent as ProviderEvent
     from .provider import ThinkingConfig as ThinkingConfig
+    from .provider import ToolCallReady as ToolCallReady
     from .provider import ToolDefinition as ToolDefinition
     from .registry import CommandRegistrar as CommandRegistrar
     from .registry import CompactionStrategyRegistrar as CompactionStrategyRegistrar
@@ -196,6 +197,7 @@ _LAZY = {
     "ThinkingConfig": "provider",
     "ThinkingDelta": "events",
     "TokenBudgetExceeded": "errors",
+    "ToolCallReady": "provider",
     "ToolDefinition": "provider",
     "ToolDenied": "errors",
     "ToolEnd": "events",
@@ -321,6 +323,7 @@ __all__ = [
     "ThinkingDelta",
     "TokenBudgetExceeded",
     "Tool",
+    "ToolCallReady",
     "ToolContext",
     "ToolDefinition",
     "ToolDenied",

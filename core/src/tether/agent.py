@@ -107,6 +107,7 @@ class Agent:
         entry_points: bool = True,
         retry: RetryPolicy | None = None,
         parallel_tools: bool | None = None,
+        early_dispatch: bool | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
         thinking: ThinkingConfig | None = None,
@@ -136,6 +137,7 @@ class Agent:
         self.limits = _limits(limits, config)
         self.retry = retry or RetryPolicy()
         self.parallel_tools = _either(parallel_tools, config.parallel_tools)
+        self.early_dispatch = _either(early_dispatch, config.early_dispatch.enabled)
         self.max_output_tokens = max_output_tokens or config.max_output_tokens
         self.temperature = _either(temperature, config.temperature)
         self.thinking, self.deps = thinking, deps
@@ -426,6 +428,8 @@ class Agent:
             tool_definitions=tuple(t.definition for t in tools.values()),
             tool_settings=tool_settings,
             parallel_tools=self.parallel_tools,
+            early_dispatch=self.early_dispatch,
+            early_tools=dict(self.config.early_dispatch.tools),
             limits=self.limits,
             retry=self.retry,
             compaction=self._resolve_compaction(),

@@ -80,6 +80,7 @@ __all__ = [
     "CompactionConfig",
     "Config",
     "DurableConfig",
+    "EarlyDispatchConfig",
     "LimitsConfig",
     "MemoryConfig",
     "OutputConfig",
@@ -246,6 +247,19 @@ class OutputConfig(_Strict):
     )
 
 
+class EarlyDispatchConfig(_Strict):
+    """Starting safe tool calls while the model's response still streams
+    (``[early_dispatch]``; see :mod:`tether.early_dispatch`)."""
+
+    enabled: bool = Field(
+        True, description="Start calls of read-only (or early-marked) tools as they arrive."
+    )
+    tools: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Tool or toolset name → whether its calls may start early (overrides the tool).",
+    )
+
+
 class StrategyConfig(_Strict):
     """How agents work through a task (see :mod:`tether.strategies`)."""
 
@@ -263,6 +277,7 @@ class Config(_Strict):
     tools: list[str] = Field(default_factory=list)
     tool_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     parallel_tools: bool = True
+    early_dispatch: EarlyDispatchConfig = Field(default_factory=EarlyDispatchConfig)
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float | None = None
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

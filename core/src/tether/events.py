@@ -95,7 +95,11 @@ class ThinkingDelta:
 
 @dataclass(slots=True)
 class ToolStart:
-    """A tool call is about to run (after its arguments were validated, or failed to)."""
+    """A tool call is about to run (after its arguments were validated, or failed to).
+
+    A call started early, while its response was still streaming (see
+    :mod:`tether.early_dispatch`), is announced here too, in declared order after the
+    response's ``TurnEnd``; its ``ToolEnd.duration`` counts from when it really started."""
 
     call_id: str
     name: str

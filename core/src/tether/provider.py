@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from .events import TextDelta, ThinkingDelta
-from .messages import Message, StopReason, Usage
+from .messages import Message, StopReason, ToolCallBlock, Usage
 
 __all__ = [
     "BaseProvider",
@@ -31,6 +31,7 @@ __all__ = [
     "Provider",
     "ProviderEvent",
     "ThinkingConfig",
+    "ToolCallReady",
     "ToolDefinition",
 ]
 
@@ -203,7 +204,24 @@ class ModelResponse:
     model: str
 
 
-ProviderEvent: TypeAlias = TextDelta | ThinkingDelta | ModelResponse
+@dataclass(slots=True)
+class ToolCallReady:
+    """One tool call of the response being streamed is complete: no more of it will come.
+
+    Optional: a provider that never yields it works as before. One that does yields it
+    the moment its wire format says the call is whole (its arguments fully sent), with
+    ``call`` exactly as it will appear in the final message (same ``id``, ``name`` and
+    ``arguments``), and ``index`` its position among the response's tool calls
+    (0, 1, 2, ... in the order the message will list them). Announce calls in that order,
+    each at most once. The runner may then start a call of a tool marked safe to start
+    early before the response ends (see the tools documentation, "Early dispatch").
+    """
+
+    call: ToolCallBlock
+    index: int
+
+
+ProviderEvent: TypeAlias = TextDelta | ThinkingDelta | ToolCallReady | ModelResponse
 
 
 @runtime_checkable
@@ -215,7 +233,9 @@ class Provider(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Send ``request`` and yield deltas as they arrive, then one ``ModelResponse``.
 
-        Yield each delta as soon as the SDK produces it (no buffering). Raise
+        Yield each delta as soon as the SDK produces it (no buffering), and a
+        :class:`ToolCallReady` as soon as a tool call is complete, if the wire format
+        says so before the end. Raise
         :mod:`tether.errors` types only; a failure after some deltas were yielded is
         raised like any other and the runner retries the whole call if it may.
         """

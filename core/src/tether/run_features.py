@@ -26,7 +26,7 @@ from .errors import NeedsHuman, OutputValidationError, TetherError
 from .events import PartialOutput, RunEvent, TextDelta
 from .messages import Message, StopReason, TextBlock, ToolCallBlock
 from .output import OutputRun
-from .provider import OutputSchema, ToolDefinition
+from .provider import ModelRequest, OutputSchema, ToolDefinition
 from .result import Outcome, PendingCall, RunResult
 from .scope import Budget
 from .sessions import replace_messages
@@ -82,6 +82,24 @@ class RunFeatures:
         """The session ends in a suspended run's placeholder results, to be replaced."""
 
     # -- requests -----------------------------------------------------------------------------
+    def request(self) -> ModelRequest:
+        """The request of the run's next model call."""
+        run, s = self.run, self.run.s
+        return ModelRequest(
+            model=s.model,
+            messages=run.session.messages,
+            system=s.system,
+            tools=self.tool_definitions(),
+            max_output_tokens=self.max_output_tokens,
+            temperature=s.temperature,
+            thinking=s.thinking,
+            session_id=run.session.id,
+            capabilities=s.capabilities,
+            settings=s.provider_settings,
+            stop_sequences=s.stop_sequences,
+            output_schema=self.output_schema(),
+        )
+
     def tool_definitions(self) -> Sequence[ToolDefinition]:
         if self.output is None:
             return self.definitions
@@ -91,6 +109,7 @@ class RunFeatures:
         return self.output.schema() if self.output is not None else None
 
     def attempt_started(self) -> None:
+        self.run.early.attempt()
         if self.output is not None:
             self.output.started()
 

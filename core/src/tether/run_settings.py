@@ -68,3 +68,7 @@ class RunSettings:
     """Tool name → the toolset it came from (permission rules may name either)."""
     resolve_tools: Callable[[Sequence[str]], dict[str, Any]] | None = None
     """Tools by name for tool or toolset names (a loaded skill's tools)."""
+    early_dispatch: bool = True
+    """Start safe tool calls while the response streams (:mod:`tether.early_dispatch`)."""
+    early_tools: dict[str, bool] = field(default_factory=dict)
+    """Tool or toolset name → whether its calls may start early, over the tool's own flag."""

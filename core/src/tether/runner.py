@@ -28,6 +28,7 @@ from .accounts import RunAccounts
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
 from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
+from .early_dispatch import early_dispatch
 from .errors import (
     ContextOverflowError,
     LimitExceeded,
@@ -55,7 +56,7 @@ from .messages import (
     interrupted_result,
 )
 from .observe import ObservedToolExecutor, RunObservation, run_start
-from .provider import ModelRequest, ModelResponse
+from .provider import ModelResponse, ToolCallReady
 from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
@@ -109,6 +110,7 @@ class Run(RunAccounts):
             scope=self.scope,
             guard=self.guard,
         )
+        self.scheduler.early = self.early = early_dispatch(self)
         self.executor.scope = features
         self.open_accounts(settings.capabilities)
         self.reported_input: int | None = None
@@ -141,9 +143,13 @@ class Run(RunAccounts):
                     async for event in resumed:  # the calls of a resumed run
                         yield event
             while not self._finished:
-                async with contextlib.aclosing(self._turn()) as turn:
-                    async for event in turn:
-                        yield event
+                try:
+                    async with contextlib.aclosing(self._turn()) as turn:
+                        async for event in turn:
+                            yield event
+                finally:
+                    if self.early.started:  # calls started early that nobody claimed
+                        await self.early.discard()
         except LimitExceeded as exc:
             outcome, error = Outcome.LIMIT, exc
         except ENDING_ERRORS as exc:
@@ -238,23 +244,6 @@ class Run(RunAccounts):
         return Outcome.COMPLETED, None
 
     # -- model calls -------------------------------------------------------------------------
-    def _request(self) -> ModelRequest:
-        s = self.s
-        return ModelRequest(
-            model=s.model,
-            messages=self.session.messages,
-            system=s.system,
-            tools=self.features.tool_definitions(),
-            max_output_tokens=self.features.max_output_tokens,
-            temperature=s.temperature,
-            thinking=s.thinking,
-            session_id=self.session.id,
-            capabilities=s.capabilities,
-            settings=s.provider_settings,
-            stop_sequences=s.stop_sequences,
-            output_schema=self.features.output_schema(),
-        )
-
     async def _call_model(self) -> AsyncGenerator[Any, None]:
         """Yield the deltas of one successful model call, then its ModelResponse."""
         attempt = 0
@@ -263,7 +252,7 @@ class Run(RunAccounts):
         guard = self.guard
         while True:
             attempt += 1
-            request = self._request()
+            request = self.features.request()
             sent, first = time.perf_counter(), None
             self.features.attempt_started()
             try:
@@ -275,6 +264,9 @@ class Run(RunAccounts):
                             if type(event) is ModelResponse:
                                 response = event
                                 continue  # drain the stream so it closes here, not in a finalizer
+                            if type(event) is ToolCallReady:
+                                self.early.ready(event)
+                                continue
                             first = first if first is not None else time.perf_counter() - sent
                             with self.scope.paused():
                                 yield event

@@ -35,6 +35,7 @@ from .tool_results import error_result, tool_result
 from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
 
 if TYPE_CHECKING:
+    from .early_dispatch import EarlyDispatch, Started
     from .guard import RunGuard
 
 __all__ = [
@@ -217,6 +218,8 @@ class ToolScheduler:
         self.parallel = parallel
         self.scope = scope
         self.guard = guard
+        self.early: EarlyDispatch | None = None
+        """Calls started while the response streamed, claimed by :meth:`run`."""
 
     async def run(
         self,
@@ -228,10 +231,15 @@ class ToolScheduler:
 
         If interrupted, calls that finished but were not yet reported get their
         ``ToolEnd`` appended to ``late_ends``; their results are kept. Unfinished calls
-        are cancelled and their slots left ``None``.
+        are cancelled and their slots left ``None``. Calls started early (see
+        :mod:`tether.early_dispatch`) are awaited instead of started again.
         """
+        early: dict[int, Started] = {}
+        if self.early is not None and self.early.started:
+            early = await self.early.claim(calls, self._leading(calls))
         if (
-            len(calls) == 1
+            not early
+            and len(calls) == 1
             and self.guard.deadline is None
             and not self.executor.may_report_progress(calls[0])
         ):
@@ -244,10 +252,17 @@ class ToolScheduler:
             yield ToolEnd(call.id, call.name, result, time.perf_counter() - started)
             return
         for group in self.groups(calls):
-            group_events = self._run_group(calls, group, results, late_ends)
+            group_events = self._run_group(calls, group, results, late_ends, early)
             async with contextlib.aclosing(group_events):
                 async for event in group_events:
                     yield event
+
+    def _leading(self, calls: Sequence[ToolCallBlock]) -> int:
+        """How many calls come before the first call of a sequential tool."""
+        for index, call in enumerate(calls):
+            if self.executor.is_sequential(call):
+                return index
+        return len(calls)
 
     def groups(self, calls: Sequence[ToolCallBlock]) -> list[list[int]]:
         """Indices of calls that may run together, in declared order."""
@@ -273,6 +288,7 @@ class ToolScheduler:
         group: list[int],
         results: list[ToolResultBlock | None],
         late_ends: list[ToolEnd],
+        early: Mapping[int, Started],
     ) -> AsyncGenerator[RunEvent, None]:
         started: dict[asyncio.Task[ToolResultBlock], tuple[int, float]] = {}
         progress = self.executor.progress
@@ -280,8 +296,14 @@ class ToolScheduler:
         for index in group:
             call = calls[index]
             yield ToolStart(call.id, call.name, call.arguments)
-            task = asyncio.ensure_future(self.executor.execute(call))
-            started[task] = (index, time.perf_counter())
+            entry = early.get(index)
+            if entry is None:
+                started[asyncio.ensure_future(self.executor.execute(call))] = (
+                    index,
+                    time.perf_counter(),
+                )
+            else:
+                started[entry.task] = (index, entry.began)
         pending: set[asyncio.Task[ToolResultBlock]] = set(started)
         try:
             while pending:
@@ -303,8 +325,8 @@ class ToolScheduler:
                 pending -= done
                 for task in sorted(done, key=lambda t: started[t][0]):
                     index, began = started[task]
-                    results[index] = result = task.result()
                     call = calls[index]
+                    results[index] = result = _answering(call, task.result())
                     yield ToolEnd(call.id, call.name, result, time.perf_counter() - began)
         finally:
             if listener is not None:
@@ -330,6 +352,14 @@ def _keep_finished(
             and not task.cancelled()
             and task.exception() is None
         ):
-            results[index] = result = task.result()
             call = calls[index]
+            results[index] = result = _answering(call, task.result())
             late_ends.append(ToolEnd(call.id, call.name, result, time.perf_counter() - began))
+
+
+def _answering(call: ToolCallBlock, result: ToolResultBlock) -> ToolResultBlock:
+    """``result`` as the answer to ``call`` (a call started early in an attempt that
+    failed answers the same call of the retried response, whose id is new)."""
+    if result.call_id == call.id:
+        return result
+    return result.model_copy(update={"call_id": call.id})

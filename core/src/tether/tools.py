@@ -51,7 +51,8 @@ class ToolContext:
     """What the runner hands a tool that asks for it (a parameter annotated ``ToolContext``).
 
     ``idempotency_key`` is stable for a given session and tool call id. The loop never
-    runs a call twice (a failed model call is retried, a tool call is not); a durable
+    runs a call twice (a failed model call is retried, a tool call is not; the one
+    exception is a call started early, see :mod:`tether.early_dispatch`); a durable
     runner that re-runs a call interrupted by a crash passes the same key, so a tool that
     deduplicates its side effects on it acts once.
     ``state`` is shared by all tool calls of one run. ``env`` holds the variables a tool
@@ -87,6 +88,10 @@ class Tool:
     ``timeout`` (seconds) stops a call that runs longer; by default it is the agent's
     ``limits.tool_timeout_s`` (300 s), and ``timeout=None`` turns it off for this tool.
     ``sequential`` tools never run in parallel with other calls of the same response.
+    ``read_only`` says the tool changes nothing (it only reads or looks things up);
+    ``early`` says whether a call may start while the model's response is still
+    streaming (see :mod:`tether.early_dispatch`): by default read-only tools may,
+    others may not; ``early=True``/``False`` decides it for this tool.
     ``max_output_chars`` caps the text of a result (all its text blocks together, head
     and tail kept around a visible marker) and ``max_image_bytes`` its inline images
     (see :mod:`tether.tool_results`). Sync functions run on
@@ -98,11 +103,13 @@ class Tool:
         "_context_param",
         "_is_async",
         "description",
+        "early",
         "fn",
         "max_image_bytes",
         "max_output_chars",
         "name",
         "parameters",
+        "read_only",
         "sequential",
         "timeout",
     )
@@ -117,6 +124,8 @@ class Tool:
         sequential: bool = False,
         max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
         max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
+        read_only: bool = False,
+        early: bool | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -128,6 +137,8 @@ class Tool:
         self.description = description if description is not None else summary
         self.timeout = timeout
         self.sequential = sequential
+        self.read_only = read_only
+        self.early = early
         self.max_output_chars = max_output_chars
         self.max_image_bytes = max_image_bytes
         self._is_async = inspect.iscoroutinefunction(fn)
@@ -136,6 +147,14 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}>"
+
+    @property
+    def starts_early(self) -> bool:
+        """Whether a call may start before the response that asks for it has ended:
+        ``early`` if set, else ``read_only``; never for ``sequential`` tools."""
+        if self.sequential:
+            return False
+        return self.early if self.early is not None else self.read_only
 
     @property
     def definition(self) -> ToolDefinition:
@@ -171,6 +190,8 @@ def tool(
     sequential: bool = False,
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
     max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
+    read_only: bool = False,
+    early: bool | None = None,
 ) -> Callable[[F], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -182,6 +203,8 @@ def tool(
     sequential: bool = False,
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
     max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
+    read_only: bool = False,
+    early: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; usable bare or with options."""
 
@@ -194,6 +217,8 @@ def tool(
             sequential=sequential,
             max_output_chars=max_output_chars,
             max_image_bytes=max_image_bytes,
+            read_only=read_only,
+            early=early,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -10,14 +10,17 @@
     agent = tether.Agent(provider, tools=[add])
 
 Each model call takes the next item of the queue. A :class:`Reply` is streamed as
-deltas (``chunk`` characters each) and ends with a ``ModelResponse``; a :class:`Failure`
-raises its error, optionally after streaming part of a reply first (a mid-stream drop).
+deltas (``chunk`` characters each), then one ``ToolCallReady`` per tool call, and ends
+with a ``ModelResponse``; ``pause`` seconds pass before each of those streamed items. A
+:class:`Failure` raises its error, optionally after streaming part of a reply first (a
+mid-stream drop).
 Instead of a queue, ``handler(request) -> Reply | Failure`` computes replies from the
 request, like pydantic-ai's ``FunctionModel``. Every request is kept in ``requests``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -42,6 +45,7 @@ from ..provider import (
     ModelRequest,
     ModelResponse,
     ProviderEvent,
+    ToolCallReady,
 )
 
 __all__ = [
@@ -75,7 +79,9 @@ class Reply:
     ``text`` streams in ``chunk``-character deltas (``chunks`` gives the deltas
     explicitly instead). ``stop_reason`` defaults to ``tool_use`` when there are tool
     calls and ``end_turn`` otherwise. A tool call whose ``raw_arguments`` is set models a
-    model that sent arguments that are not valid JSON.
+    model that sent arguments that are not valid JSON. ``pause`` (seconds) is waited
+    before each delta and each tool call's ``ToolCallReady`` (a slow stream);
+    ``announce=False`` sends no ``ToolCallReady`` (a provider that cannot tell).
     """
 
     text: str = ""
@@ -86,6 +92,8 @@ class Reply:
     usage: Usage | None = None
     chunk: int = 8
     chunks: Sequence[str] | None = None
+    pause: float = 0.0
+    announce: bool = True
 
     def deltas(self) -> list[str]:
         if self.chunks is not None:
@@ -216,26 +224,48 @@ class ScriptedProvider(BaseProvider):
         item = self._next(request)
         if isinstance(item, Failure):
             if item.partial_reply is not None:
-                for delta in item.partial_reply.deltas()[: item.partial]:
-                    yield TextDelta(delta)
+                reply = item.partial_reply
+                items = self._items(reply, self._with_ids(reply))[: item.partial]
+                async for event in _paced(items, reply.pause):
+                    yield event
             raise item.error
         if item.thinking is not None:
             yield ThinkingDelta(item.thinking, item.signature)
-        for delta in item.deltas():
-            yield TextDelta(delta)
-        yield self._response(item, request)
+        calls = self._with_ids(item) if item.tool_calls else []
+        if item.pause:
+            async for event in _paced(self._items(item, calls), item.pause):
+                yield event
+        else:
+            for delta in item.deltas():
+                yield TextDelta(delta)
+            if item.announce:
+                for index, tool_call in enumerate(calls):
+                    yield ToolCallReady(tool_call, index)
+        yield self._response(item, request, calls)
 
-    def _response(self, reply: Reply, request: ModelRequest) -> ModelResponse:
+    def _with_ids(self, reply: Reply) -> list[ToolCallBlock]:
+        return [
+            c if c.id else c.model_copy(update={"id": f"call_{next(self._ids)}"})
+            for c in reply.tool_calls
+        ]
+
+    @staticmethod
+    def _items(reply: Reply, calls: list[ToolCallBlock]) -> list[ProviderEvent]:
+        items: list[ProviderEvent] = [TextDelta(delta) for delta in reply.deltas()]
+        if reply.announce:
+            items.extend(ToolCallReady(c, i) for i, c in enumerate(calls))
+        return items
+
+    def _response(
+        self, reply: Reply, request: ModelRequest, calls: list[ToolCallBlock]
+    ) -> ModelResponse:
         content: list[Any] = []
         if reply.thinking is not None:
             content.append(ThinkingBlock(text=reply.thinking, signature=reply.signature))
         text = reply.text if reply.chunks is None else "".join(reply.chunks)
         if text:
             content.append(TextBlock(text=text))
-        for tool_call in reply.tool_calls:
-            if not tool_call.id:
-                tool_call = tool_call.model_copy(update={"id": f"call_{next(self._ids)}"})
-            content.append(tool_call)
+        content.extend(calls)
         stop = reply.stop_reason or (
             StopReason.TOOL_USE if reply.tool_calls else StopReason.END_TURN
         )
@@ -245,3 +275,10 @@ class ScriptedProvider(BaseProvider):
         return ModelResponse(
             message=message, stop_reason=stop, usage=reply.usage or self._usage, model=model
         )
+
+
+async def _paced(items: Sequence[ProviderEvent], pause: float) -> AsyncIterator[ProviderEvent]:
+    for item in items:
+        if pause:
+            await asyncio.sleep(pause)
+        yield item

@@ -21,7 +21,7 @@ DEFAULT_MAX_WRITE_BYTES = 5 * 1024 * 1024
 MAX_LINE_CHARS = 2000
 
 
-@tool
+@tool(read_only=True)
 def read_file(
     path: str,
     ctx: ToolContext,

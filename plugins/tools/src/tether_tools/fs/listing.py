@@ -17,7 +17,7 @@ __all__ = ["glob", "list_dir"]
 DEFAULT_MAX_ENTRIES = 500
 
 
-@tool
+@tool(read_only=True)
 def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """List the entries of one folder in the workspace.
 
@@ -74,7 +74,7 @@ def _human(size: int) -> str:
     return f"{size} B"
 
 
-@tool
+@tool(read_only=True)
 def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
     """Find files whose path matches a glob pattern, anywhere under a folder.
 

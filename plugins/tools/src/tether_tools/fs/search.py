@@ -20,7 +20,7 @@ DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_LINE_CHARS = 300
 
 
-@tool
+@tool(read_only=True)
 def grep(
     pattern: str,
     ctx: ToolContext,

@@ -25,7 +25,7 @@ DEFAULT_USER_AGENT = "tether-web-fetch/0.1 (+https://pypi.org/project/tether-too
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
-@tool(max_output_chars=None)
+@tool(max_output_chars=None, read_only=True)
 async def web_fetch(url: str, ctx: ToolContext) -> str:
     """Fetch a web page or text document from the public internet and return it as text.
 

@@ -243,7 +243,7 @@ def backend_from_settings(settings: Mapping[str, Any], env: Mapping[str, str]) -
     return factory(settings, env)
 
 
-@tool
+@tool(read_only=True)
 async def web_search(query: str, ctx: ToolContext, max_results: int = 5) -> str:
     """Search the web and get a list of result titles, URLs and snippets.
 
