@@ -23,7 +23,13 @@ import tether
 from tether.config import Config
 from tether.events import TextDelta
 from tether.messages import Message, StopReason, TextBlock, ToolCallBlock, Usage
-from tether.provider import BaseProvider, ModelRequest, ModelResponse, ProviderEvent
+from tether.provider import (
+    BaseProvider,
+    ModelRequest,
+    ModelResponse,
+    ProviderEvent,
+    ToolCallReady,
+)
 
 HOLD_S = 60.0  # the longest a step waits for its release file
 
@@ -71,6 +77,7 @@ class RuleModel(BaseProvider):
                 name="append_line",
                 arguments={"text": task, "slow": "slow-tool" in prompt},
             )
+            yield ToolCallReady(call, 0)  # as the first-party providers announce calls
             message = Message(
                 role="assistant", content=[TextBlock(text=f"Working on {task}. "), call]
             )

@@ -314,3 +314,54 @@ async def test_final_usage_comes_from_message_delta_including_thinking_tokens(
         90,
         60,
     )
+
+
+def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
+    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
+    10 s) until the client sets the gate's event, recording whether it did in time."""
+    pending = list(gates)
+    for chunk in chunks:
+        while pending and pending[0][0] in chunk:
+            waited.append(pending.pop(0)[1].wait(timeout=10))
+        yield chunk
+
+
+async def test_a_tool_call_is_announced_complete_at_its_content_block_stop(
+    fake_server, make_provider, wire
+):
+    """The server sends what follows a tool_use block's content_block_stop only once the
+    client has announced that call: ToolCallReady comes at the stop, not at the end."""
+    import threading
+
+    from tether.provider import ToolCallReady
+
+    events = wire.reply(
+        wire.text_block(0, ["Looking."]),
+        wire.tool_block(1, "toolu_a", "lookup", ['{"key"', ': "a"}']),
+        wire.tool_block(2, "toolu_b", "lookup", ['{"key": "b"}']),
+        stop_reason="tool_use",
+    )
+    payload = FakeResponse.sse(events)
+    announced = [threading.Event(), threading.Event()]
+    gates = [(b'"index": 2', announced[0]), (b"message_delta", announced[1])]
+    waited: list[bool] = []
+    chunks = _held(payload.chunks, gates, waited)
+    fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
+    seen = []
+    async for event in make_provider().stream(
+        ModelRequest(model=wire.MODEL, messages=[Message.user("look")])
+    ):
+        seen.append(event)
+        if isinstance(event, ToolCallReady):
+            announced[event.index].set()
+    assert waited == [True, True]
+    response = seen[-1]
+    calls = response.message.tool_calls
+    assert [type(e).__name__ for e in seen] == [
+        "TextDelta",
+        "ToolCallReady",
+        "ToolCallReady",
+        "ModelResponse",
+    ]
+    assert [(e.call, e.index) for e in seen[1:3]] == [(calls[0], 0), (calls[1], 1)]
+    assert calls[0] == ToolCallBlock(id="toolu_a", name="lookup", arguments={"key": "a"})

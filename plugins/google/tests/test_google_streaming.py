@@ -11,7 +11,13 @@ import pytest
 from tether.errors import ProviderConnectionError, ProviderError
 from tether.events import TextDelta, ThinkingDelta
 from tether.messages import Message, StopReason, TextBlock, ThinkingBlock, ToolCallBlock
-from tether.provider import ModelRequest, ModelResponse, ThinkingConfig, ToolDefinition
+from tether.provider import (
+    ModelRequest,
+    ModelResponse,
+    ThinkingConfig,
+    ToolCallReady,
+    ToolDefinition,
+)
 from tether.testing.http import FakeResponse
 from tether_google import GoogleProvider
 
@@ -130,8 +136,8 @@ async def test_function_call_with_arguments_split_inside_strings_and_utf8(provid
     )
     deltas, response = await collect(provider, request(provider, tools=[WEATHER]))
 
-    assert deltas == []
     [call] = response.message.tool_calls
+    assert deltas == [ToolCallReady(call, 0)]  # a function-call part arrives whole
     assert call.name == "get_weather"
     assert call.arguments == args
     assert call.id
@@ -282,3 +288,43 @@ async def test_tool_calls_arrive_as_tool_call_blocks(provider, server, wire):  #
     [block] = response.message.content
     assert isinstance(block, ToolCallBlock)
     assert block.arguments == {"city": "Lima"}
+
+
+def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
+    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
+    10 s) until the client sets the gate's event, recording whether it did in time."""
+    pending = list(gates)
+    for piece in chunks:
+        while pending and pending[0][0] in piece:
+            waited.append(pending.pop(0)[1].wait(timeout=10))
+        yield piece
+
+
+async def test_a_function_call_is_announced_complete_with_the_chunk_that_carries_it(
+    provider, server, wire
+):  # type: ignore[no-untyped-def]
+    """A function-call part arrives whole: the server sends the next chunk only once the
+    client has announced the call, so ToolCallReady comes with its chunk, not at the end."""
+    payload = wire.stream(
+        wire.chunk(wire.text("Looking."), wire.function_call("lookup", {"key": "a"})),
+        wire.chunk(wire.function_call("lookup", {"key": "bee"}), finish="STOP"),
+    )
+    announced = threading.Event()
+    waited: list[bool] = []
+    chunks = _held(payload.chunks, [(b"bee", announced)], waited)
+    server.queue(FakeResponse(headers=payload.headers, chunks=chunks))  # type: ignore[arg-type]
+    seen = []
+    async for event in provider.stream(request(provider, tools=[WEATHER])):
+        seen.append(event)
+        if isinstance(event, ToolCallReady) and event.index == 0:
+            announced.set()
+    assert waited == [True]
+    calls = seen[-1].message.tool_calls
+    assert [type(e).__name__ for e in seen] == [
+        "TextDelta",
+        "ToolCallReady",
+        "ToolCallReady",
+        "ModelResponse",
+    ]
+    assert [(e.call, e.index) for e in seen[1:3]] == [(calls[0], 0), (calls[1], 1)]
+    assert [c.arguments for c in calls] == [{"key": "a"}, {"key": "bee"}]

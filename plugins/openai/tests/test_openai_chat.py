@@ -742,3 +742,85 @@ async def test_an_image_without_data_or_url_is_an_invalid_request(fake_server: F
     with pytest.raises(InvalidRequestError, match="neither `data` nor `url`"):
         await collect(provider_for(fake_server), request(Message.user("Look", ImageBlock())))
     assert fake_server.requests == []
+
+
+def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
+    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
+    10 s) until the client sets the gate's event, recording whether it did in time."""
+    pending = list(gates)
+    for piece in chunks:
+        while pending and pending[0][0] in piece:
+            waited.append(pending.pop(0)[1].wait(timeout=10))
+        yield piece
+
+
+def _head(index: int, call_id: str, arguments: str) -> dict[str, Any]:
+    call = {"index": index, "id": call_id, "type": "function"}
+    return chunk({"tool_calls": [{**call, "function": {"name": "lookup", "arguments": arguments}}]})
+
+
+def _tail(index: int, arguments: str) -> dict[str, Any]:
+    return chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})
+
+
+async def test_a_call_is_announced_complete_when_the_next_call_starts_or_the_choice_finishes(
+    fake_server: FakeServer,
+) -> None:
+    """The server sends what follows the moment a call is complete only once the client
+    has announced it: call 0 with call 1's first fragment, call 1 with the finish."""
+    import threading
+
+    from tether.provider import ToolCallReady
+
+    payload = sse(
+        chunk({"role": "assistant", "content": None}),
+        _head(0, "call_a", '{"key"'),
+        _tail(0, ': "a"}'),
+        _head(1, "call_b", ""),
+        _tail(1, '{"key": "bee"}'),
+        chunk(finish="tool_calls"),
+        usage_chunk(),
+    )
+    announced = [threading.Event(), threading.Event()]
+    waited: list[bool] = []
+    gates = [(b"bee", announced[0]), (b'"prompt_tokens"', announced[1])]
+    chunks = _held(payload.chunks, gates, waited)
+    fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
+    seen = []
+    async for event in provider_for(fake_server).stream(request(Message.user("look"))):
+        seen.append(event)
+        if isinstance(event, ToolCallReady):
+            announced[event.index].set()
+    assert waited == [True, True]
+    calls = seen[-1].message.tool_calls
+    assert [(e.call, e.index) for e in seen if isinstance(e, ToolCallReady)] == [
+        (calls[0], 0),
+        (calls[1], 1),
+    ]
+    assert [(c.id, c.arguments) for c in calls] == [
+        ("call_a", {"key": "a"}),
+        ("call_b", {"key": "bee"}),
+    ]
+
+
+async def test_calls_of_a_server_that_interleaves_them_are_announced_only_when_whole(
+    fake_server: FakeServer,
+) -> None:
+    from tether.provider import ToolCallReady
+
+    fake_server.queue(
+        sse(
+            chunk({"role": "assistant", "content": None}),
+            _head(0, "call_a", ""),
+            _head(1, "call_b", '{"key": '),
+            _tail(0, '{"key": "a"}'),
+            _tail(1, '"b"}'),
+            chunk(finish="tool_calls"),
+            usage_chunk(),
+        )
+    )
+    events, response = await collect(provider_for(fake_server), request(Message.user("look")))
+    ready = [(e.call, e.index) for e in events if isinstance(e, ToolCallReady)]
+    calls = response.message.tool_calls
+    assert ready == [(calls[0], 0), (calls[1], 1)]
+    assert [c.arguments for c in calls] == [{"key": "a"}, {"key": "b"}]

@@ -582,3 +582,53 @@ async def test_text_deltas_reach_the_consumer_before_the_stream_ends(
     assert first == TextDelta("first")
     rest = [e async for e in stream]
     assert isinstance(rest[-1], ModelResponse)
+
+
+def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
+    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
+    10 s) until the client sets the gate's event, recording whether it did in time."""
+    pending = list(gates)
+    for piece in chunks:
+        while pending and pending[0][0] in piece:
+            waited.append(pending.pop(0)[1].wait(timeout=10))
+        yield piece
+
+
+async def test_a_function_call_is_announced_complete_at_its_output_item_done(
+    fake_server: FakeServer,
+) -> None:
+    """The server sends what follows a function call's ``response.output_item.done`` only
+    once the client has announced that call: ToolCallReady comes there, not at the end."""
+    import threading
+
+    from tether.provider import ToolCallReady
+
+    payload = (
+        Stream()
+        .message("Looking.")
+        .call("lookup", '{"key": "a"}', call_id="call_a", item_id="fc_a")
+        .call("lookup", '{"key": "b"}', call_id="call_b", item_id="fc_b")
+        .completed()
+    )
+    announced = [threading.Event(), threading.Event()]
+    waited: list[bool] = []
+    gates = [(b'"fc_b"', announced[0]), (b"response.completed", announced[1])]
+    chunks = _held(payload.chunks, gates, waited)
+    fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
+    provider = provider_for(fake_server)
+    seen = []
+    async for event in provider.stream(request(provider, Message.user("look"))):
+        seen.append(event)
+        if isinstance(event, ToolCallReady):
+            announced[event.index].set()
+    assert waited == [True, True]
+    calls = seen[-1].message.tool_calls
+    assert [(e.call, e.index) for e in seen if isinstance(e, ToolCallReady)] == [
+        (calls[0], 0),
+        (calls[1], 1),
+    ]
+    assert [(c.id, c.arguments) for c in calls] == [
+        ("call_a", {"key": "a"}),
+        ("call_b", {"key": "b"}),
+    ]
+    assert type(seen[0]) is TextDelta

@@ -2,7 +2,7 @@
 
 Each ``text_delta`` / ``thinking_delta`` is yielded the moment it arrives; tool-call
 arguments are collected from ``input_json_delta`` fragments and decoded once, at
-``content_block_stop``. The stream must end with ``message_stop``: a stream that stops
+``content_block_stop``, where the call is announced complete (``ToolCallReady``). The stream must end with ``message_stop``: a stream that stops
 before it (a proxy cut the connection cleanly) is a dropped connection, not a response.
 """
 
@@ -24,7 +24,7 @@ from tether.messages import (
     ToolCallBlock,
     Usage,
 )
-from tether.provider import ModelResponse, ProviderEvent
+from tether.provider import ModelResponse, ProviderEvent, ToolCallReady
 
 __all__ = ["STOP_REASONS", "assemble"]
 
@@ -61,6 +61,7 @@ async def assemble(events: AsyncIterator[Any], origin: str) -> AsyncIterator[Pro
     stop_reason = "end_turn"
     usage: dict[str, int] = {}
     reasoning = 0
+    calls = 0
     stopped = False
     async for event in events:
         kind = event.type
@@ -99,6 +100,9 @@ async def assemble(events: AsyncIterator[Any], origin: str) -> AsyncIterator[Pro
             done = _finish(blocks.pop(event.index))
             if done is not None:
                 finished.append((event.index, done))
+                if type(done) is ToolCallBlock:
+                    yield ToolCallReady(done, calls)
+                    calls += 1
         elif kind == "message_start":
             _merge_usage(usage, event.message.usage)
         elif kind == "message_delta":

@@ -8,7 +8,8 @@ never merged with a later one and replays exactly where the API put it:
 - thought parts → :class:`~tether.messages.ThinkingBlock` (``signature``);
 - text parts → :class:`~tether.messages.TextBlock` (extra field ``thought_signature``);
 - function calls → :class:`~tether.messages.ToolCallBlock` (extra fields
-  ``thought_signature`` and, when the API sent one, ``gemini_id``);
+  ``thought_signature`` and, when the API sent one, ``gemini_id``); a function-call part
+  arrives whole, so each call is announced complete (``ToolCallReady``) with its part;
 - a part that carries only a signature → ``ThinkingBlock(text="", signature=..., bare=True)``.
 
 Signatures are stored as the standard base64 text the API sent. Gemini sends no call ids
@@ -35,7 +36,7 @@ from tether.messages import (
     Usage,
     new_id,
 )
-from tether.provider import ModelResponse
+from tether.provider import ModelResponse, ToolCallReady
 
 __all__ = ["StreamAssembler", "map_usage"]
 
@@ -120,7 +121,7 @@ class StreamAssembler:
         self._block_reason: str | None = None
 
     # -- parts ------------------------------------------------------------------------------
-    def add_part(self, part: Any) -> TextDelta | ThinkingDelta | None:
+    def add_part(self, part: Any) -> TextDelta | ThinkingDelta | ToolCallReady | None:
         text = part.text
         raw_signature = part.thought_signature
         if text is not None:
@@ -138,8 +139,7 @@ class StreamAssembler:
         call = part.function_call
         if call is not None:
             self._close()
-            self._add_call(call, raw_signature)
-            return None
+            return self._add_call(call, raw_signature)
         inline = part.inline_data
         if inline is not None and inline.data is not None:
             self._close()
@@ -159,7 +159,7 @@ class StreamAssembler:
             return ThinkingDelta("", signature)
         return None
 
-    def _add_call(self, call: Any, raw_signature: bytes | None) -> None:
+    def _add_call(self, call: Any, raw_signature: bytes | None) -> ToolCallReady:
         extra: dict[str, Any] = {}
         if call.id:
             call_id = call.id
@@ -168,16 +168,16 @@ class StreamAssembler:
             call_id = f"call_{self._message_id[:16]}_{self._calls}"
         if raw_signature:
             extra["thought_signature"] = encode_signature(raw_signature)
-        self._calls += 1
         args = call.args
-        self._blocks.append(
-            ToolCallBlock(
-                id=call_id,
-                name=call.name or "",
-                arguments=dict(args) if isinstance(args, dict) else {},
-                **extra,
-            )
+        block = ToolCallBlock(
+            id=call_id,
+            name=call.name or "",
+            arguments=dict(args) if isinstance(args, dict) else {},
+            **extra,
         )
+        self._blocks.append(block)
+        self._calls += 1
+        return ToolCallReady(block, self._calls - 1)
 
     def _close(self) -> None:
         kind = self._kind

@@ -1,8 +1,9 @@
 """Assembling a streamed Chat Completions response into tether events and one message.
 
 Deltas are handed on the moment a chunk arrives. Tool calls arrive as fragments keyed by
-``index`` (the first fragment of each carries its id and name); the argument text is
-joined and decoded once the stream ends. Reasoning text that OpenAI-compatible servers
+``index`` (the first fragment of each carries its id and name); a call is complete, its
+argument text joined, decoded and announced (``ToolCallReady``), when the first fragment
+of the next call arrives or the choice's ``finish_reason`` does. Reasoning text that OpenAI-compatible servers
 stream (``reasoning_content`` from vLLM/DeepSeek-style servers, ``reasoning`` from
 Ollama and OpenRouter) becomes thinking.
 """
@@ -23,7 +24,7 @@ from tether.messages import (
     ToolCallBlock,
     Usage,
 )
-from tether.provider import ModelResponse, ProviderEvent
+from tether.provider import ModelResponse, ProviderEvent, ToolCallReady
 
 from ..history import assistant_response, parse_arguments
 
@@ -44,12 +45,23 @@ class _Call:
     id: str
     name: str
     arguments: list[str] = field(default_factory=list)
+    block: ToolCallBlock | None = None
+    """The finished call, once it was announced."""
+
+    def finished(self) -> ToolCallBlock:
+        if self.block is None:
+            arguments, invalid = parse_arguments("".join(self.arguments))
+            self.block = ToolCallBlock(
+                id=self.id, name=self.name, arguments=arguments, raw_arguments=invalid
+            )
+        return self.block
 
 
 class ChatAssembler:
     """Feed it each ``ChatCompletionChunk``; :meth:`finish` gives the ``ModelResponse``."""
 
     __slots__ = (
+        "_announced",
         "_calls",
         "_finish",
         "_label",
@@ -67,6 +79,7 @@ class ChatAssembler:
         self._thinking: list[str] = []
         self._refusal: list[str] = []
         self._calls: dict[int, _Call] = {}
+        self._announced = 0
         self._finish: str | None = None
         self._usage: Any = None
 
@@ -78,16 +91,20 @@ class ChatAssembler:
         if not choices:
             return _NONE
         choice = choices[0]
-        if choice.finish_reason is not None:
-            self._finish = choice.finish_reason
+        finish = choice.finish_reason
         delta = choice.delta
         content = delta.content
-        if content and delta.tool_calls is None and not delta.model_extra:
+        if content and finish is None and delta.tool_calls is None and not delta.model_extra:
             self._text.append(content)
             return (TextDelta(content),)
-        return self._slow(delta)
+        events = self._slow(delta)
+        if finish is not None:
+            self._finish = finish
+            if len(self._calls) > self._announced:
+                events.extend(self._announce(len(self._calls), final=True))
+        return tuple(events)
 
-    def _slow(self, delta: Any) -> tuple[ProviderEvent, ...]:
+    def _slow(self, delta: Any) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
         extra = delta.model_extra or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning")
@@ -101,10 +118,27 @@ class ChatAssembler:
             self._refusal.append(delta.refusal)
             events.append(TextDelta(delta.refusal))
         for fragment in delta.tool_calls or ():
-            self._add_fragment(fragment)
-        return tuple(events)
+            if self._add_fragment(fragment):
+                events.extend(self._announce(len(self._calls) - 1, final=False))
+        return events
 
-    def _add_fragment(self, fragment: Any) -> None:
+    def _announce(self, upto: int, *, final: bool) -> list[ProviderEvent]:
+        """Announce, in index order, the calls before the ``upto``-th not yet announced.
+        Before the finish, a call whose argument text is not yet a whole JSON object
+        (a server that interleaves calls) waits, and so do the calls after it."""
+        ready: list[ProviderEvent] = []
+        for key in sorted(self._calls)[self._announced : upto]:
+            call = self._calls[key]
+            block = call.finished()
+            if not final and (block.raw_arguments is not None or not "".join(call.arguments)):
+                call.block = None
+                break
+            ready.append(ToolCallReady(block, self._announced))
+            self._announced += 1
+        return ready
+
+    def _add_fragment(self, fragment: Any) -> bool:
+        """Add one fragment; ``True`` when it began a new call (the earlier ones are done)."""
         key = fragment.index
         call = self._calls.get(key)
         function = fragment.function
@@ -112,6 +146,7 @@ class ChatAssembler:
             # Some servers send each complete call with index 0; a new id is a new call.
             key = max(self._calls) + 1
             call = None
+        began = call is None
         if call is None:
             call = _Call(id=fragment.id or f"call_{uuid.uuid4().hex[:24]}", name="")
             self._calls[key] = call
@@ -122,6 +157,8 @@ class ChatAssembler:
                 call.name = function.name
             if function.arguments:
                 call.arguments.append(function.arguments)
+                call.block = None  # a server that interleaves calls: the announced one was early
+        return began
 
     def finish(self) -> ModelResponse:
         """The assembled response. Raises ``ProviderConnectionError`` if the stream ended
@@ -137,16 +174,7 @@ class ChatAssembler:
         text = "".join(self._text) + "".join(self._refusal)
         if text:
             blocks.append(TextBlock(text=text))
-        calls: list[ToolCallBlock] = []
-        for index in sorted(self._calls):
-            call = self._calls[index]
-            raw = "".join(call.arguments)
-            arguments, invalid = parse_arguments(raw)
-            calls.append(
-                ToolCallBlock(
-                    id=call.id, name=call.name, arguments=arguments, raw_arguments=invalid
-                )
-            )
+        calls = [self._calls[index].finished() for index in sorted(self._calls)]
         blocks.extend(calls)
         stop = _FINISH.get(self._finish, StopReason.END_TURN)
         if self._refusal:

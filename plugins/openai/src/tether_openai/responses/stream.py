@@ -6,7 +6,8 @@ the source of the message: they carry the complete function-call arguments and t
 reasoning item's ``encrypted_content``, which the ``added`` events may not. Reasoning
 items become :class:`~tether.messages.ThinkingBlock` s with the extra fields needed to
 replay them (``item_id``, ``summary``); text and function-call blocks keep their
-``item_id`` so a replayed reasoning item goes back with its own items.
+``item_id`` so a replayed reasoning item goes back with its own items. A function call
+is announced complete (``ToolCallReady``) at its ``response.output_item.done``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tether.messages import (
     ToolCallBlock,
     Usage,
 )
-from tether.provider import ModelResponse, ProviderEvent
+from tether.provider import ModelResponse, ProviderEvent, ToolCallReady
 
 from ..errors import ErrorContext, from_stream_error
 from ..history import assistant_response, parse_arguments
@@ -37,13 +38,14 @@ _SEPARATOR = "\n\n"
 class ResponsesAssembler:
     """Feed it each streamed event; :meth:`finish` gives the ``ModelResponse``."""
 
-    __slots__ = ("_ctx", "_items", "_model_string", "_response")
+    __slots__ = ("_calls", "_ctx", "_items", "_model_string", "_response")
 
     def __init__(self, model_string: str, ctx: ErrorContext) -> None:
         self._model_string = model_string
         self._ctx = ctx
         self._items: dict[int, Any] = {}
         self._response: Any = None
+        self._calls = 0
 
     def feed(self, event: Any) -> tuple[ProviderEvent, ...]:
         """The events carried by one streamed event. Raises the matching tether error
@@ -60,7 +62,11 @@ class ResponsesAssembler:
 
     def _other(self, kind: str, event: Any) -> tuple[ProviderEvent, ...]:
         if kind == "response.output_item.done":
-            self._items[event.output_index] = event.item
+            item = event.item
+            self._items[event.output_index] = item
+            if item.type == "function_call":
+                self._calls += 1
+                return (ToolCallReady(_call(item), self._calls - 1),)
         elif kind == "response.reasoning_summary_part.added":
             if event.summary_index > 0:
                 return (ThinkingDelta(_SEPARATOR),)
@@ -105,19 +111,18 @@ class ResponsesAssembler:
                         blocks.append(TextBlock(text=part.refusal))
             elif kind == "function_call":
                 has_calls = True
-                arguments, invalid = parse_arguments(item.arguments or "")
-                call = {
-                    "id": item.call_id,
-                    "name": item.name,
-                    "arguments": arguments,
-                    "item_id": item.id,
-                }
-                if invalid is not None:
-                    call["raw_arguments"] = invalid
-                blocks.append(ToolCallBlock.model_validate(call))
+                blocks.append(_call(item))
         stop = _stop_reason(response, refused=refused, has_calls=has_calls)
         usage = responses_usage(response.usage)
         return assistant_response(blocks, stop, usage, self._model_string)
+
+
+def _call(item: Any) -> ToolCallBlock:
+    arguments, invalid = parse_arguments(item.arguments or "")
+    call = {"id": item.call_id, "name": item.name, "arguments": arguments, "item_id": item.id}
+    if invalid is not None:
+        call["raw_arguments"] = invalid
+    return ToolCallBlock.model_validate(call)
 
 
 def _thinking(item: Any) -> ThinkingBlock:
