@@ -9,7 +9,7 @@ from tether.events import Done, TextDelta, ThinkingDelta, ToolEnd, ToolStart, Tu
 from tether.messages import StopReason, TextBlock, ThinkingBlock, ToolCallBlock
 from tether.provider import ModelRequest, ModelResponse, ToolDefinition
 from tether.result import Outcome
-from tether.testing.http import FakeResponse
+from tether.testing.http import FakeResponse, gated_chunks
 
 
 async def collect(provider, request):
@@ -316,16 +316,6 @@ async def test_final_usage_comes_from_message_delta_including_thinking_tokens(
     )
 
 
-def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
-    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
-    10 s) until the client sets the gate's event, recording whether it did in time."""
-    pending = list(gates)
-    for chunk in chunks:
-        while pending and pending[0][0] in chunk:
-            waited.append(pending.pop(0)[1].wait(timeout=10))
-        yield chunk
-
-
 async def test_a_tool_call_is_announced_complete_at_its_content_block_stop(
     fake_server, make_provider, wire
 ):
@@ -345,7 +335,7 @@ async def test_a_tool_call_is_announced_complete_at_its_content_block_stop(
     announced = [threading.Event(), threading.Event()]
     gates = [(b'"index": 2', announced[0]), (b"message_delta", announced[1])]
     waited: list[bool] = []
-    chunks = _held(payload.chunks, gates, waited)
+    chunks = gated_chunks(payload.chunks, gates, waited)
     fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
     seen = []
     async for event in make_provider().stream(

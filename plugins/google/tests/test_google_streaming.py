@@ -18,7 +18,7 @@ from tether.provider import (
     ToolCallReady,
     ToolDefinition,
 )
-from tether.testing.http import FakeResponse
+from tether.testing.http import FakeResponse, gated_chunks
 from tether_google import GoogleProvider
 
 WEATHER = ToolDefinition(
@@ -290,16 +290,6 @@ async def test_tool_calls_arrive_as_tool_call_blocks(provider, server, wire):  #
     assert block.arguments == {"city": "Lima"}
 
 
-def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
-    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
-    10 s) until the client sets the gate's event, recording whether it did in time."""
-    pending = list(gates)
-    for piece in chunks:
-        while pending and pending[0][0] in piece:
-            waited.append(pending.pop(0)[1].wait(timeout=10))
-        yield piece
-
-
 async def test_a_function_call_is_announced_complete_with_the_chunk_that_carries_it(
     provider, server, wire
 ):  # type: ignore[no-untyped-def]
@@ -311,7 +301,7 @@ async def test_a_function_call_is_announced_complete_with_the_chunk_that_carries
     )
     announced = threading.Event()
     waited: list[bool] = []
-    chunks = _held(payload.chunks, [(b"bee", announced)], waited)
+    chunks = gated_chunks(payload.chunks, [(b"bee", announced)], waited)
     server.queue(FakeResponse(headers=payload.headers, chunks=chunks))  # type: ignore[arg-type]
     seen = []
     async for event in provider.stream(request(provider, tools=[WEATHER])):

@@ -30,7 +30,7 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse, ToolDefinition
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, FakeServer
+from tether.testing.http import FakeResponse, FakeServer, gated_chunks
 from tether_openai.profiles import OPENAI
 from tether_openai.provider import OpenAIProvider
 
@@ -744,16 +744,6 @@ async def test_an_image_without_data_or_url_is_an_invalid_request(fake_server: F
     assert fake_server.requests == []
 
 
-def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
-    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
-    10 s) until the client sets the gate's event, recording whether it did in time."""
-    pending = list(gates)
-    for piece in chunks:
-        while pending and pending[0][0] in piece:
-            waited.append(pending.pop(0)[1].wait(timeout=10))
-        yield piece
-
-
 def _head(index: int, call_id: str, arguments: str) -> dict[str, Any]:
     call = {"index": index, "id": call_id, "type": "function"}
     return chunk({"tool_calls": [{**call, "function": {"name": "lookup", "arguments": arguments}}]})
@@ -784,7 +774,7 @@ async def test_a_call_is_announced_complete_when_the_next_call_starts_or_the_cho
     announced = [threading.Event(), threading.Event()]
     waited: list[bool] = []
     gates = [(b"bee", announced[0]), (b'"prompt_tokens"', announced[1])]
-    chunks = _held(payload.chunks, gates, waited)
+    chunks = gated_chunks(payload.chunks, gates, waited)
     fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
     seen = []
     async for event in provider_for(fake_server).stream(request(Message.user("look"))):

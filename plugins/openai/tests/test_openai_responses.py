@@ -31,7 +31,7 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse, ThinkingConfig
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, FakeServer
+from tether.testing.http import FakeResponse, FakeServer, gated_chunks
 from tether_openai.provider import OpenAIProvider
 
 API_KEY = "sk-test-0123456789abcdef"
@@ -584,16 +584,6 @@ async def test_text_deltas_reach_the_consumer_before_the_stream_ends(
     assert isinstance(rest[-1], ModelResponse)
 
 
-def _held(chunks, gates, waited):  # type: ignore[no-untyped-def]
-    """Send ``chunks``; before the first chunk containing a gate's marker, wait (at most
-    10 s) until the client sets the gate's event, recording whether it did in time."""
-    pending = list(gates)
-    for piece in chunks:
-        while pending and pending[0][0] in piece:
-            waited.append(pending.pop(0)[1].wait(timeout=10))
-        yield piece
-
-
 async def test_a_function_call_is_announced_complete_at_its_output_item_done(
     fake_server: FakeServer,
 ) -> None:
@@ -613,7 +603,7 @@ async def test_a_function_call_is_announced_complete_at_its_output_item_done(
     announced = [threading.Event(), threading.Event()]
     waited: list[bool] = []
     gates = [(b'"fc_b"', announced[0]), (b"response.completed", announced[1])]
-    chunks = _held(payload.chunks, gates, waited)
+    chunks = gated_chunks(payload.chunks, gates, waited)
     fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
     provider = provider_for(fake_server)
     seen = []

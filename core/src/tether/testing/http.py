@@ -21,12 +21,12 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeResponse", "FakeServer", "RecordedRequest", "split_bytes"]
+__all__ = ["FakeResponse", "FakeServer", "RecordedRequest", "gated_chunks", "split_bytes"]
 
 
 @dataclass(slots=True)
@@ -106,6 +106,26 @@ def split_bytes(data: bytes, offsets: Sequence[int]) -> list[bytes]:
     """``data`` cut at the given byte offsets (out-of-range offsets are ignored)."""
     cuts = [0, *sorted(o for o in set(offsets) if 0 < o < len(data)), len(data)]
     return [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def gated_chunks(
+    chunks: Iterable[bytes],
+    gates: Sequence[tuple[bytes, threading.Event]],
+    waited: list[bool],
+    *,
+    timeout: float = 10,
+) -> Iterator[bytes]:
+    """``chunks``, held back at gates: before the first chunk that contains a gate's
+    marker, wait (at most ``timeout`` seconds) until the client sets that gate's event,
+    and append to ``waited`` whether it did in time. Gates are passed in order.
+
+    Use it as :attr:`FakeResponse.chunks` to prove the client acted on what it had
+    received before the server sent any more."""
+    pending = list(gates)
+    for chunk in chunks:
+        while pending and pending[0][0] in chunk:
+            waited.append(pending.pop(0)[1].wait(timeout=timeout))
+        yield chunk
 
 
 Handler = Callable[[RecordedRequest], FakeResponse]
