@@ -9,7 +9,6 @@ as in a run longer than a token's life.
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from tether.testing import (
     anthropic_text,
     anthropic_tool_use,
 )
+from tether.testing.google_oauth import GoogleAuthClock
 
 PROJECT = "proj-claude-1"
 LOCATION = "us-east5"
@@ -100,28 +100,10 @@ def error(status: int, kind: str, message: str) -> FakeResponse:
     )
 
 
-class Clock:
-    """google-auth's clock, moved forward on demand (a long run in no time)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from google.auth import _helpers
-
-        self.offset = datetime.timedelta()
-        real = _helpers.utcnow
-        monkeypatch.setattr(_helpers, "utcnow", lambda: real() + self.offset)
-
-    def advance(self, seconds: float) -> None:
-        self.offset += datetime.timedelta(seconds=seconds)
-
-
-def secrets_of(oauth: FakeGoogleOAuth) -> list[str]:
-    return [*oauth.tokens, oauth.private_key_pem.splitlines()[1]]
-
-
 async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_one(
     adc, oauth, server, monkeypatch
 ):  # type: ignore[no-untyped-def]
-    clock = Clock(monkeypatch)
+    clock = GoogleAuthClock(monkeypatch)
 
     @tether.tool
     def long_job(step: int) -> str:
@@ -153,7 +135,7 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
     ]
     shown = json.dumps([event_to_dict(e) for e in events], default=str)
     assert all(scrub(f"token {token}") == "token ***" for token in oauth.tokens)  # registered
-    assert not [s for s in secrets_of(oauth) if s in shown]
+    assert not [s for s in oauth.secrets if s in shown]
 
 
 async def test_a_token_still_fresh_is_reused(adc, oauth, server):  # type: ignore[no-untyped-def]
@@ -202,7 +184,7 @@ async def test_a_rejected_token_names_the_credentials_not_the_token(adc, oauth, 
     assert "the credentials file named by GOOGLE_APPLICATION_CREDENTIALS" in message
     assert "ANTHROPIC_API_KEY" not in message
     assert len(server.requests) == 1
-    assert not [s for s in secrets_of(oauth) if s in message]
+    assert not [s for s in oauth.secrets if s in message]
 
 
 async def test_a_403_names_the_project_and_the_role(adc, server):  # type: ignore[no-untyped-def]
@@ -219,7 +201,7 @@ async def test_a_revoked_key_fails_the_refresh_with_advice(adc, oauth, server): 
         await vertex_agent(server).run("hi")
     message = str(excinfo.value)
     assert "Google refused to refresh the access token" in message
-    assert not [s for s in secrets_of(oauth) if s in message]
+    assert not [s for s in oauth.secrets if s in message]
     assert server.requests == []
 
 
@@ -257,7 +239,7 @@ async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(adc, oau
     await agent.aclose()
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "streamRawPredict" in logged  # the loggers did run
-    assert oauth.tokens and not [s for s in secrets_of(oauth) if s in logged]
+    assert oauth.tokens and not [s for s in oauth.secrets if s in logged]
 
 
 async def test_verify_key_refreshes_the_token_and_reports_a_refused_one(adc, oauth, server):  # type: ignore[no-untyped-def]

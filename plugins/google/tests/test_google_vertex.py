@@ -9,7 +9,6 @@ as in a run longer than a token's life.
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from tether.events import event_to_dict
 from tether.resolve import parse_model_string
 from tether.scrub import scrub
 from tether.testing import FakeGoogleOAuth, FakeServer
+from tether.testing.google_oauth import GoogleAuthClock
 
 PROJECT = "proj-vertex-1"
 LOCATION = "us-central1"
@@ -55,29 +55,10 @@ def vertex_config(server: FakeServer, **settings: object) -> Config:
     return Config(providers={"vertex": {**section, **settings}})
 
 
-class Clock:
-    """google-auth's clock, moved forward on demand (a long run in no time)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from google.auth import _helpers
-
-        self.offset = datetime.timedelta()
-        real = _helpers.utcnow
-        monkeypatch.setattr(_helpers, "utcnow", lambda: real() + self.offset)
-
-    def advance(self, seconds: float) -> None:
-        self.offset += datetime.timedelta(seconds=seconds)
-
-
-def secrets_of(oauth: FakeGoogleOAuth) -> list[str]:
-    key_body = oauth.private_key_pem.splitlines()[1]
-    return [*oauth.tokens, key_body]
-
-
 async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_one(
     adc, oauth, server, wire, monkeypatch
 ):  # type: ignore[no-untyped-def]
-    clock = Clock(monkeypatch)
+    clock = GoogleAuthClock(monkeypatch)
 
     @tether.tool
     def long_job(step: int) -> str:
@@ -107,7 +88,7 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
     assert [m["role"] for m in sent[2]["contents"]] == ["user", "model", "user", "model", "user"]
     shown = json.dumps([event_to_dict(e) for e in events], default=str)
     assert all(scrub(f"token {token}") == "token ***" for token in oauth.tokens)  # registered
-    assert not [s for s in secrets_of(oauth) if s in shown]
+    assert not [s for s in oauth.secrets if s in shown]
 
 
 async def test_a_token_still_fresh_is_reused(adc, oauth, server, wire):  # type: ignore[no-untyped-def]
@@ -166,7 +147,7 @@ async def test_a_rejected_token_names_the_credentials_file_not_the_token(adc, oa
     assert "Vertex AI rejected the access token" in str(error)
     assert "the credentials file named by GOOGLE_APPLICATION_CREDENTIALS" in str(error)
     assert len(server.requests) == 1  # not retried
-    assert not [s for s in secrets_of(oauth) if s in str(error)]
+    assert not [s for s in oauth.secrets if s in str(error)]
 
 
 async def test_a_403_names_the_project_and_the_role(adc, server, wire):  # type: ignore[no-untyped-def]
@@ -184,7 +165,7 @@ async def test_a_revoked_login_fails_the_refresh_with_advice(adc, oauth, server,
     message = str(excinfo.value)
     assert "Google refused to refresh the access token" in message
     assert "gcloud auth application-default login" in message
-    assert not [s for s in secrets_of(oauth) if s in message]
+    assert not [s for s in oauth.secrets if s in message]
     assert server.requests == []
 
 
@@ -219,4 +200,4 @@ async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
     await agent.aclose()
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "/token" in logged or "POST" in logged  # the loggers did run
-    assert oauth.tokens and not [s for s in secrets_of(oauth) if s in logged]
+    assert oauth.tokens and not [s for s in oauth.secrets if s in logged]

@@ -11,13 +11,16 @@ an RSA key made for the test) whose ``token_uri`` points at the fake; set
         ...  # every token handed out is in oauth.tokens, in order
 
 The fake checks each assertion's signature against the key it wrote. Tokens contain
-``CANARY`` and a random part, so a test can assert that none leaks into an error, an
-event or a log. Needs ``cryptography`` (a dependency of google-auth).
+``CANARY`` and a random part, so a test can assert that none of
+:attr:`FakeGoogleOAuth.secrets` leaks into an error, an event or a log. Needs
+``cryptography`` (a dependency of google-auth). :class:`GoogleAuthClock` moves the clock
+google-auth reads forward, to play a run longer than a token's life in no time.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import secrets
 from pathlib import Path
@@ -26,7 +29,7 @@ from urllib.parse import parse_qs
 
 from .http import FakeResponse, FakeServer, RecordedRequest
 
-__all__ = ["FakeGoogleOAuth"]
+__all__ = ["FakeGoogleOAuth", "GoogleAuthClock"]
 
 
 class FakeGoogleOAuth(FakeServer):
@@ -61,6 +64,11 @@ class FakeGoogleOAuth(FakeServer):
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         ).decode()
+
+    @property
+    def secrets(self) -> list[str]:
+        """What must never leak: every token handed out and the body of the private key."""
+        return [*self.tokens, self.private_key_pem.splitlines()[1]]
 
     def write_adc(self, directory: Path, *, project_id: str | None = None) -> Path:
         """A service-account key file whose ``token_uri`` is this server (with
@@ -118,6 +126,21 @@ class FakeGoogleOAuth(FakeServer):
         return FakeResponse.json(
             {"access_token": token, "expires_in": self.expires_in, "token_type": "Bearer"}
         )
+
+
+class GoogleAuthClock:
+    """google-auth's clock, moved forward on demand (a long run in no time). Patched
+    through ``monkeypatch`` (a ``pytest.MonkeyPatch``), so it is undone after the test."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        from google.auth import _helpers
+
+        self.offset = datetime.timedelta()
+        real = _helpers.utcnow
+        monkeypatch.setattr(_helpers, "utcnow", lambda: real() + self.offset)
+
+    def advance(self, seconds: float) -> None:
+        self.offset += datetime.timedelta(seconds=seconds)
 
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
