@@ -46,6 +46,7 @@ from tether.messages import Message
 from tether.provider import ModelRequest, ThinkingConfig
 from tether.result import Outcome
 from tether.runner import RetryPolicy
+from tether.testing.cli import run_tether
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether_anthropic.bedrock import BedrockProvider, anthropic_model
 
@@ -635,24 +636,7 @@ async def test_no_credential_reaches_a_log_record_even_at_debug_level(
 
 # -- the tether command ---------------------------------------------------------------------------
 def _cli(tmp_path: Path, *args: str, env: dict[str, str]) -> Any:
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
-    assert tether_cli is not None
-    (tmp_path / "tether.toml").write_text("")
-    full_env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "TETHER_"))},
-        "TETHER_PLUGINS_ALLOW": "anthropic",
-        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-        "TETHER_DATA_DIR": str(tmp_path / "data"),
-        **env,
-    }
-    return subprocess.run(
-        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
-    )
+    return run_tether(tmp_path, *args, plugins="anthropic", env=env, unset=["ANTHROPIC_"])
 
 
 def test_tether_run_with_container_credentials_from_the_environment(

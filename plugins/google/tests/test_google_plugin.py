@@ -14,6 +14,7 @@ from tether.messages import Message
 from tether.plugins import PluginManager
 from tether.provider import ModelRequest
 from tether.resolve import parse_model_string
+from tether.testing.cli import run_tether
 from tether.testing.http import FakeResponse, FakeServer
 from tether_google import GoogleProvider
 
@@ -169,23 +170,8 @@ async def test_verify_key_asks_the_api_with_one_request(server, wire) -> None:  
 
 def cli(tmp_path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     """Run the real ``tether`` command with no configuration file and only this plugin."""
-    import os
-    import shutil
-
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
-    assert tether_cli is not None
-    (tmp_path / "tether.toml").write_text("")
-    full_env = {
-        **{k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")},
-        "TETHER_PLUGINS_ALLOW": "google",
-        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-        "TETHER_DATA_DIR": str(tmp_path / "data"),
-        **env,
-    }
-    full_env.pop("TETHER_DISABLE_PLUGIN_AUTOLOAD", None)
-    return subprocess.run(
-        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=300
-    )
+    unset = ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
+    return run_tether(tmp_path, *args, plugins="google", env=env, unset=unset, timeout=300)
 
 
 def test_tether_run_works_from_the_cli_with_only_the_key_set(server, wire, tmp_path) -> None:  # type: ignore[no-untyped-def]

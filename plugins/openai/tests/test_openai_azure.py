@@ -30,6 +30,7 @@ from tether.errors import AuthenticationError, ConfigError, PermissionDeniedErro
 from tether.events import RunEvent
 from tether.result import Outcome
 from tether.runner import RetryPolicy
+from tether.testing.cli import run_tether
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether.testing.wire import chat_reply
 from tether_openai import plugin
@@ -601,28 +602,8 @@ async def test_no_key_or_token_reaches_a_log_record_even_at_debug_level(
 
 # -- the tether command ----------------------------------------------------------------------
 def _cli(tmp_path: Path, *args: str, env: dict[str, str], config: str = "") -> Any:
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
-    assert tether_cli is not None
-    (tmp_path / "tether.toml").write_text(config)
-    full_env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("OPENAI_", "TETHER_", "AZURE_", "IDENTITY_"))
-        },
-        "TETHER_PLUGINS_ALLOW": "openai",
-        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-        "TETHER_DATA_DIR": str(tmp_path / "data"),
-        **env,
-    }
-    return subprocess.run(
-        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
-    )
+    unset = ["OPENAI_", "AZURE_", "IDENTITY_"]
+    return run_tether(tmp_path, *args, plugins="openai", env=env, unset=unset, config=config)
 
 
 def test_tether_run_with_entra_id_from_the_environment(

@@ -4,15 +4,13 @@ keys checked against the API only by ``tether models --check``."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tether.testing.cli import run_tether
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 
 KEY = "sk-test-cli-0123456789"
@@ -44,19 +42,7 @@ def server() -> Iterator[FakeServer]:
 
 
 def cli(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
-    assert tether_cli is not None
-    (tmp_path / "tether.toml").write_text("")
-    full_env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TETHER_"))},
-        "TETHER_PLUGINS_ALLOW": "openai",
-        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-        "TETHER_DATA_DIR": str(tmp_path / "data"),
-        **env,
-    }
-    return subprocess.run(
-        [tether_cli, *args], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=120
-    )
+    return run_tether(tmp_path, *args, plugins="openai", env=env, unset=["OPENAI_"])
 
 
 def test_tether_run_sends_no_request_before_the_runs_own(

@@ -12,6 +12,7 @@
   (:func:`anthropic_reply`) and Gemini (:func:`gemini_reply`) APIs for it, so a provider
   plugin, an application or the ``tether`` command runs end to end with no key.
   :class:`FakeGoogleOAuth` is a Google OAuth token endpoint for Google Cloud credentials.
+  :func:`tether.testing.cli.run_tether` runs the installed ``tether`` command against them.
 - :func:`assert_invariant` checks a history against the tool-call/result invariant.
 - The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
   is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
