@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +28,10 @@ def postgres_dsn() -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
-def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    if request.param == "sqlite":
-        yield {"store": "sqlite", "settings": {"path": str(tmp_path / "sessions.sqlite3")}}
-    elif request.param == "postgres":
-        yield {"store": "postgres", "settings": {"dsn": request.getfixturevalue("postgres_dsn")}}
-    else:
-        prefix = f"tether-test-{new_id()[:10]}:"
-        yield {"store": "redis", "settings": {"prefix": prefix}}
-        import redis
-
-        client = redis.Redis()
-        keys = list(client.scan_iter(match=f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+def store_settings(
+    request: pytest.FixtureRequest, session_store_section: Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
+    return session_store_section(request.param)
 
 
 def _toml(sessions: dict[str, Any]) -> str:

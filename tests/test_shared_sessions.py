@@ -5,8 +5,7 @@ SessionConflictError, nothing interleaves."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -29,22 +28,10 @@ def postgres_dsn() -> Iterator[str]:
 
 
 @pytest.fixture
-def store_config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    name = request.param
-    if name == "sqlite":
-        yield {"store": "sqlite", "settings": {"path": str(tmp_path / "sessions.sqlite3")}}
-    elif name == "postgres":
-        yield {"store": "postgres", "settings": {"dsn": request.getfixturevalue("postgres_dsn")}}
-    else:
-        prefix = f"tether-test-{new_id()[:10]}:"
-        yield {"store": "redis", "settings": {"prefix": prefix}}
-        import redis
-
-        client = redis.Redis()
-        keys = list(client.scan_iter(match=f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+def store_config(
+    request: pytest.FixtureRequest, session_store_section: Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
+    return session_store_section(request.param)
 
 
 @tether.tool
