@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,40 +63,40 @@ def imported_modules(stderr: str) -> set[str]:
     return {m.group(1) for m in re.finditer(r"^import time:.*\|\s+(\S+)\s*$", stderr, re.M)}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.provider for c in CASES])
-def test_a_run_imports_only_the_chosen_providers_sdk(case: Case, tmp_path: Path) -> None:
-    import subprocess
-
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
-    assert tether_cli is not None
+def _python(
+    tmp_path: Path, args: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in ``tmp_path`` with an empty configuration file there, its data
+    below it, none of this process's provider or ``TETHER_*`` variables, and ``env``."""
     (tmp_path / "tether.toml").write_text("")
     prefixes = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "TETHER_")
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    full_env |= {
+        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
+        "TETHER_DATA_DIR": str(tmp_path / "data"),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, *args],
+        env=full_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.provider for c in CASES])
+def test_a_run_imports_only_the_chosen_providers_sdk(case: Case, tmp_path: Path) -> None:
+    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
+    assert tether_cli is not None
     with FakeServer() as server:
         server.queue(case.reply())
-        env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-        env |= {
-            "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-            "TETHER_DATA_DIR": str(tmp_path / "data"),
-            **case.env(server.url),
-        }
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-X",
-                "importtime",
-                tether_cli,
-                "run",
-                "-m",
-                f"{case.provider}/{case.model}",
-                "--tools",
-                "",
-                "Hi",
-            ],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        model = f"{case.provider}/{case.model}"
+        out = _python(
+            tmp_path,
+            ["-X", "importtime", tether_cli, "run", "-m", model, "--tools", "", "Hi"],
+            env=case.env(server.url),
         )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "Started."
@@ -155,28 +156,16 @@ main()
 
 
 def test_a_plain_run_imports_none_of_the_features_it_does_not_use(tmp_path: Path) -> None:
-    import subprocess
-
-    (tmp_path / "tether.toml").write_text("")
     listing = tmp_path / "modules.txt"
-    prefixes = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "TETHER_")
     with FakeServer() as server:
         server.queue(chat_reply("gpt-4.1", "Started."))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-        env |= {
+        env = {
             "HOME": str(tmp_path),
-            "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-            "TETHER_DATA_DIR": str(tmp_path / "data"),
             "OPENAI_API_KEY": "sk-test-key",
             "OPENAI_BASE_URL": server.url + "/v1",
         }
-        out = subprocess.run(
-            [sys.executable, "-c", LAUNCHER, str(listing), "run", "-m", "openai/gpt-4.1", "Hi"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        out = _python(
+            tmp_path, ["-c", LAUNCHER, str(listing), "run", "-m", "openai/gpt-4.1", "Hi"], env=env
         )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "Started."
