@@ -56,6 +56,31 @@ class Deployment:
                 return name
         raise AssertionError(f"no live worker has pid {pid}")
 
+    def holder(self, kind: str, task: int) -> int | None:
+        """The pid of the live process inside step ``kind`` (``model`` or ``tool``) of
+        ``task``, from the marker ``durable_agents`` writes there, if one is there."""
+        for path in (self.root / "markers").glob(f"{kind}-task_{task}.*"):
+            return int(path.suffix[1:])
+        return None
+
+    def lines(self, name: str) -> list[list[str]]:
+        """The tab-separated fields of each line of ``<root>/NAME`` (``ledger``,
+        ``invocations``, ``model_calls``); none before the file exists."""
+        path = self.root / name
+        if not path.exists():
+            return []
+        return [line.split("\t") for line in path.read_text().splitlines()]
+
+    @staticmethod
+    def prompt(index: int, slow_tool: int, slow_model: int) -> str:
+        """The prompt of task ``index``: ``slow-tool`` or ``slow-model`` when it is the
+        task whose tool or first model call waits for its release marker."""
+        if index == slow_tool:
+            return f"task {index} slow-tool"
+        if index == slow_model:
+            return f"task {index} slow-model"
+        return f"task {index}"
+
     @staticmethod
     def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> object:
         """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from tether.result import Outcome
@@ -22,27 +21,6 @@ SLOW_TOOL, SLOW_MODEL = 7, 13
 AGENT = "durable_agents:make_agent"
 
 
-def _prompt(index: int) -> str:
-    if index == SLOW_TOOL:
-        return f"task {index} slow-tool"
-    if index == SLOW_MODEL:
-        return f"task {index} slow-model"
-    return f"task {index}"
-
-
-def _marker(root: Path, kind: str, task: int) -> int | None:
-    """The pid of the live process inside step ``kind`` of ``task``, if one is there."""
-    for path in (root / "markers").glob(f"{kind}-task_{task}.*"):
-        return int(path.suffix[1:])
-    return None
-
-
-def _lines(path: Path) -> list[list[str]]:
-    if not path.exists():
-        return []
-    return [line.split("\t") for line in path.read_text().splitlines()]
-
-
 def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> None:
     root = deployment.root
     wait_for = deployment.wait_for
@@ -50,7 +28,11 @@ def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> 
     async def scenario() -> None:
         async with DurableRuns(deployment.config()) as runs:
             handles = [
-                await runs.submit(_prompt(i), agent=AGENT, session=f"conversation-{i}")
+                await runs.submit(
+                    deployment.prompt(i, SLOW_TOOL, SLOW_MODEL),
+                    agent=AGENT,
+                    session=f"conversation-{i}",
+                )
                 for i in range(RUNS)
             ]
             for name in ("w1", "w2", "w3"):
@@ -61,7 +43,9 @@ def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> 
 
             # Run 7 is inside its tool call (after its side effect), run 13 inside its
             # first model call: kill the worker holding each, then restart it.
-            pid = wait_for(lambda: _marker(root, "tool", SLOW_TOOL), timeout=60, what="the tool")
+            pid = wait_for(
+                lambda: deployment.holder("tool", SLOW_TOOL), timeout=60, what="the tool"
+            )
             victim = deployment.worker_with_pid(int(pid))  # type: ignore[arg-type]
             deployment.kill(victim)
             (root / "markers" / f"release-task_{SLOW_TOOL}").write_text("")
@@ -69,7 +53,9 @@ def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> 
                 marker.unlink()  # that worker also held run 13; its restart re-enters the step
             deployment.start(victim)
 
-            pid = wait_for(lambda: _marker(root, "model", SLOW_MODEL), timeout=60, what="the model")
+            pid = wait_for(
+                lambda: deployment.holder("model", SLOW_MODEL), timeout=60, what="the model"
+            )
             victim = deployment.worker_with_pid(int(pid))  # type: ignore[arg-type]
             deployment.kill(victim)
             (root / "markers" / f"release-task_{SLOW_MODEL}").write_text("")
@@ -104,14 +90,14 @@ def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> 
     asyncio.run(scenario())
 
     # The side effect happened exactly once per run, though run 7's tool ran twice.
-    ledger = _lines(root / "ledger")
+    ledger = deployment.lines("ledger")
     assert sorted(text for _, text in ledger) == sorted(f"task {i}" for i in range(RUNS))
     assert len({key for key, _ in ledger}) == RUNS
-    invocations = Counter(text for _, text in _lines(root / "invocations"))
+    invocations = Counter(text for _, text in deployment.lines("invocations"))
     assert invocations[f"task {SLOW_TOOL}"] == 2  # killed inside it, so executed again
     assert all(invocations[f"task {i}"] == 1 for i in range(RUNS) if i != SLOW_TOOL)
     # No finished model call was made again: only the one the kill interrupted.
-    calls = Counter((task, kind) for task, kind in _lines(root / "model_calls"))
+    calls = Counter((task, kind) for task, kind in deployment.lines("model_calls"))
     for i in range(RUNS):
         assert calls[(f"task {i}", "final")] == 1
         if i != SLOW_MODEL:

@@ -9,7 +9,6 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,26 +24,6 @@ AGENT = "durable_agents:make_agent"
 TAKEOVER_AFTER_S = 2  # as in the takeover_deployment fixture
 
 
-def _prompt(index: int) -> str:
-    if index == SLOW_TOOL:
-        return f"task {index} slow-tool"
-    if index == SLOW_MODEL:
-        return f"task {index} slow-model"
-    return f"task {index}"
-
-
-def _holder(root: Path, kind: str, task: int) -> int | None:
-    for path in (root / "markers").glob(f"{kind}-task_{task}.*"):
-        return int(path.suffix[1:])
-    return None
-
-
-def _lines(path: Path) -> list[list[str]]:
-    if not path.exists():
-        return []
-    return [line.split("\t") for line in path.read_text().splitlines()]
-
-
 def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: Any) -> None:
     deployment = takeover_deployment
     root = deployment.root
@@ -53,7 +32,11 @@ def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: An
     async def scenario() -> tuple[str, str]:
         async with DurableRuns(deployment.config()) as runs:
             handles = [
-                await runs.submit(_prompt(i), agent=AGENT, session=f"conversation-{i}")
+                await runs.submit(
+                    deployment.prompt(i, SLOW_TOOL, SLOW_MODEL),
+                    agent=AGENT,
+                    session=f"conversation-{i}",
+                )
                 for i in range(RUNS)
             ]
             for name in ("w1", "w2", "w3"):
@@ -62,8 +45,10 @@ def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: An
             await asyncio.wait_for(asyncio.gather(*(h.result() for h in fast)), 90)
             # Both slow runs are inside their step; kill the worker inside the tool call
             # (after its side effect). It is never restarted.
-            tool_pid = wait_for(lambda: _holder(root, "tool", SLOW_TOOL), timeout=60, what="tool")
-            wait_for(lambda: _holder(root, "model", SLOW_MODEL), timeout=60, what="model")
+            tool_pid = wait_for(
+                lambda: deployment.holder("tool", SLOW_TOOL), timeout=60, what="tool"
+            )
+            wait_for(lambda: deployment.holder("model", SLOW_MODEL), timeout=60, what="model")
             victim = deployment.worker_with_pid(int(tool_pid))  # type: ignore[arg-type]
             deployment.kill(victim)
             killed_at = time.monotonic()
@@ -100,15 +85,15 @@ def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: An
     assert taken_by is not None and taken_by[0] in {"w1", "w2", "w3"} - {victim}
     assert len(executors) == RUNS
     survivors = {"w1", "w2", "w3"} - {victim}
-    ledger = _lines(root / "ledger")
+    ledger = deployment.lines("ledger")
     assert sorted(text for _, text in ledger) == sorted(f"task {i}" for i in range(RUNS))
     assert len({key for key, _ in ledger}) == RUNS  # each side effect once
-    invocations = Counter(text for _, text in _lines(root / "invocations"))
+    invocations = Counter(text for _, text in deployment.lines("invocations"))
     assert invocations[f"task {SLOW_TOOL}"] == 2  # killed inside it, executed again...
-    keys = {key for key, text in _lines(root / "invocations") if text == f"task {SLOW_TOOL}"}
+    keys = {key for key, text in deployment.lines("invocations") if text == f"task {SLOW_TOOL}"}
     assert len(keys) == 1  # ...with the same idempotency key
     assert all(invocations[f"task {i}"] == 1 for i in range(RUNS) if i != SLOW_TOOL)
-    calls = Counter((task, kind) for task, kind in _lines(root / "model_calls"))
+    calls = Counter((task, kind) for task, kind in deployment.lines("model_calls"))
     for i in range(RUNS):
         assert calls[(f"task {i}", "final")] == 1, i
         if i not in (SLOW_TOOL, SLOW_MODEL):
