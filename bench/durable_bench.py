@@ -108,14 +108,25 @@ async def bench_append(url: str, root: Path) -> dict[str, Any]:
 
 
 # -- per-step overhead ------------------------------------------------------------------------
+async def run_durably(prompt: str) -> Any:
+    """Run ``prompt`` as a durable run of :data:`AGENT` in a session of its own, through
+    this process's DBOS (started by ``start_worker``), and return the run's result."""
+    from dbos import DBOS
+
+    from tether_dbos.workflow import durable_run
+
+    spec = {"session": f"durable-{new_id()[:8]}", "agent": AGENT,
+            "prompt": Message.user(prompt).to_json()}  # fmt: skip
+    handle = await DBOS.start_workflow_async(durable_run, spec)
+    return await handle.get_result()
+
+
 def bench_step_overhead(
     url: str, root: Path, *, rounds: int, repeats: int, sync: bool = True
 ) -> dict[str, Any]:
     import durable_bench_agent
-    from dbos import DBOS
 
     from tether_dbos import start_worker, stop_worker
-    from tether_dbos.workflow import durable_run
 
     config = load_config(write_config(root, url, sync=sync))
     runtime = start_worker(config, executor_id=f"bench-inprocess-{sync}")
@@ -129,11 +140,8 @@ def bench_step_overhead(
         return time.perf_counter() - started
 
     async def durable() -> float:
-        spec = {"session": f"durable-{new_id()[:8]}", "agent": AGENT,
-                "prompt": Message.user(prompt).to_json()}  # fmt: skip
         started = time.perf_counter()
-        handle = await DBOS.start_workflow_async(durable_run, spec)
-        result = await handle.get_result()
+        result = await run_durably(prompt)
         assert result.output == "done" and result.tool_calls == rounds
         return time.perf_counter() - started
 

@@ -35,10 +35,10 @@ from typing import Any
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from durable_bench import AGENT, write_config  # noqa: E402
+from durable_bench import run_durably, write_config  # noqa: E402
 
 from tether.config import load_config  # noqa: E402
-from tether.messages import Message, new_id  # noqa: E402
+from tether.messages import new_id  # noqa: E402
 from tether_postgres.testing import temporary_database  # noqa: E402
 
 TOTALS: collections.Counter[str] = collections.Counter()
@@ -104,10 +104,8 @@ def main() -> None:
     repeats = int(os.environ.get("BENCH_REPEATS", "5"))
     _instrument()
     import durable_bench_agent
-    from dbos import DBOS
 
     from tether_dbos import start_worker, stop_worker
-    from tether_dbos.workflow import durable_run
 
     steps = 2 * rounds + 1
     prompt = f"rounds {rounds}"
@@ -127,10 +125,7 @@ def main() -> None:
             await agent.run(prompt, session=f"plain-{new_id()[:8]}")
 
         async def durable() -> None:
-            spec = {"session": f"durable-{new_id()[:8]}", "agent": AGENT,
-                    "prompt": Message.user(prompt).to_json()}  # fmt: skip
-            handle = await DBOS.start_workflow_async(durable_run, spec)
-            await handle.get_result()
+            await run_durably(prompt)
 
         async def measure() -> tuple[list[float], list[float]]:
             await plain()
