@@ -47,40 +47,35 @@ class FamilyProvider(ScriptedProvider):
         self.closed = True
 
 
-def gemini_plugin(built: list[FamilyProvider]) -> types.ModuleType:
+def family_plugin(
+    family: str, built: list[FamilyProvider], setting: str, kind: type
+) -> types.ModuleType:
+    """A plugin (module ``family[:3]``) serving the ``family-`` models of ``vertex``,
+    with the platform's ``project`` setting and one of its own."""
+
     def register(providers):  # type: ignore[no-untyped-def]
         def factory(config: ProviderConfig) -> FamilyProvider:
-            built.append(FamilyProvider("gemini", config))
+            built.append(FamilyProvider(family, config))
             return built[-1]
 
         providers.add(
             "vertex",
             factory,
-            family="gemini-",
+            family=f"{family}-",
             family_plugins=FAMILIES,
-            description="Gemini on Vertex.",
-            settings={"project": str, "seed": int},
+            description=f"{family.capitalize()} on Vertex.",
+            settings={"project": str, setting: kind},
         )
 
-    return plugin("gem", register)
+    return plugin(family[:3], register)
+
+
+def gemini_plugin(built: list[FamilyProvider]) -> types.ModuleType:
+    return family_plugin("gemini", built, "seed", int)
 
 
 def claude_plugin(built: list[FamilyProvider]) -> types.ModuleType:
-    def register(providers):  # type: ignore[no-untyped-def]
-        def factory(config: ProviderConfig) -> FamilyProvider:
-            built.append(FamilyProvider("claude", config))
-            return built[-1]
-
-        providers.add(
-            "vertex",
-            factory,
-            family="claude-",
-            family_plugins=FAMILIES,
-            description="Claude on Vertex.",
-            settings={"project": str, "prompt_caching": bool},
-        )
-
-    return plugin("cla", register)
+    return family_plugin("claude", built, "prompt_caching", bool)
 
 
 def manager(*plugins: types.ModuleType, config: Config | None = None) -> PluginManager:
