@@ -9,7 +9,7 @@ from tether.events import Done, TextDelta, ThinkingDelta, ToolEnd, ToolStart, Tu
 from tether.messages import StopReason, TextBlock, ThinkingBlock, ToolCallBlock
 from tether.provider import ModelRequest, ModelResponse, ToolDefinition
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, gated_chunks
+from tether.testing.http import FakeResponse, collect_announcing, gated_chunks
 
 
 async def collect(provider, request):
@@ -323,8 +323,6 @@ async def test_a_tool_call_is_announced_complete_at_its_content_block_stop(
     client has announced that call: ToolCallReady comes at the stop, not at the end."""
     import threading
 
-    from tether.provider import ToolCallReady
-
     events = wire.reply(
         wire.text_block(0, ["Looking."]),
         wire.tool_block(1, "toolu_a", "lookup", ['{"key"', ': "a"}']),
@@ -337,13 +335,8 @@ async def test_a_tool_call_is_announced_complete_at_its_content_block_stop(
     waited: list[bool] = []
     chunks = gated_chunks(payload.chunks, gates, waited)
     fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
-    seen = []
-    async for event in make_provider().stream(
-        ModelRequest(model=wire.MODEL, messages=[Message.user("look")])
-    ):
-        seen.append(event)
-        if isinstance(event, ToolCallReady):
-            announced[event.index].set()
+    request = ModelRequest(model=wire.MODEL, messages=[Message.user("look")])
+    seen = await collect_announcing(make_provider().stream(request), announced)
     assert waited == [True, True]
     response = seen[-1]
     calls = response.message.tool_calls

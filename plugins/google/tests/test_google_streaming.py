@@ -18,7 +18,7 @@ from tether.provider import (
     ToolCallReady,
     ToolDefinition,
 )
-from tether.testing.http import FakeResponse, gated_chunks
+from tether.testing.http import FakeResponse, collect_announcing, gated_chunks
 from tether_google import GoogleProvider
 
 WEATHER = ToolDefinition(
@@ -303,11 +303,9 @@ async def test_a_function_call_is_announced_complete_with_the_chunk_that_carries
     waited: list[bool] = []
     chunks = gated_chunks(payload.chunks, [(b"bee", announced)], waited)
     server.queue(FakeResponse(headers=payload.headers, chunks=chunks))  # type: ignore[arg-type]
-    seen = []
-    async for event in provider.stream(request(provider, tools=[WEATHER])):
-        seen.append(event)
-        if isinstance(event, ToolCallReady) and event.index == 0:
-            announced.set()
+    seen = await collect_announcing(
+        provider.stream(request(provider, tools=[WEATHER])), [announced]
+    )
     assert waited == [True]
     calls = seen[-1].message.tool_calls
     assert [type(e).__name__ for e in seen] == [

@@ -30,7 +30,7 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse, ToolDefinition
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, FakeServer, gated_chunks
+from tether.testing.http import FakeResponse, FakeServer, collect_announcing, gated_chunks
 from tether_openai.profiles import OPENAI
 from tether_openai.provider import OpenAIProvider
 
@@ -776,11 +776,8 @@ async def test_a_call_is_announced_complete_when_the_next_call_starts_or_the_cho
     gates = [(b"bee", announced[0]), (b'"prompt_tokens"', announced[1])]
     chunks = gated_chunks(payload.chunks, gates, waited)
     fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
-    seen = []
-    async for event in provider_for(fake_server).stream(request(Message.user("look"))):
-        seen.append(event)
-        if isinstance(event, ToolCallReady):
-            announced[event.index].set()
+    stream = provider_for(fake_server).stream(request(Message.user("look")))
+    seen = await collect_announcing(stream, announced)
     assert waited == [True, True]
     calls = seen[-1].message.tool_calls
     assert [(e.call, e.index) for e in seen if isinstance(e, ToolCallReady)] == [

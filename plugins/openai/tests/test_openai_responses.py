@@ -31,7 +31,7 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse, ThinkingConfig
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, FakeServer, gated_chunks
+from tether.testing.http import FakeResponse, FakeServer, collect_announcing, gated_chunks
 from tether_openai.provider import OpenAIProvider
 
 API_KEY = "sk-test-0123456789abcdef"
@@ -606,11 +606,9 @@ async def test_a_function_call_is_announced_complete_at_its_output_item_done(
     chunks = gated_chunks(payload.chunks, gates, waited)
     fake_server.queue(FakeResponse(status=200, headers=payload.headers, chunks=chunks))
     provider = provider_for(fake_server)
-    seen = []
-    async for event in provider.stream(request(provider, Message.user("look"))):
-        seen.append(event)
-        if isinstance(event, ToolCallReady):
-            announced[event.index].set()
+    seen = await collect_announcing(
+        provider.stream(request(provider, Message.user("look"))), announced
+    )
     assert waited == [True, True]
     calls = seen[-1].message.tool_calls
     assert [(e.call, e.index) for e in seen if isinstance(e, ToolCallReady)] == [

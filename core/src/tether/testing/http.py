@@ -21,12 +21,19 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeResponse", "FakeServer", "RecordedRequest", "gated_chunks", "split_bytes"]
+__all__ = [
+    "FakeResponse",
+    "FakeServer",
+    "RecordedRequest",
+    "collect_announcing",
+    "gated_chunks",
+    "split_bytes",
+]
 
 
 @dataclass(slots=True)
@@ -126,6 +133,23 @@ def gated_chunks(
         while pending and pending[0][0] in chunk:
             waited.append(pending.pop(0)[1].wait(timeout=timeout))
         yield chunk
+
+
+async def collect_announcing(
+    stream: AsyncIterable[Any], announced: Sequence[threading.Event]
+) -> list[Any]:
+    """Every event of a provider's ``stream``; on each ``ToolCallReady`` it sets
+    ``announced[index]`` (where the list reaches that far), as a client starting the call
+    at once would. With :func:`gated_chunks` holding the body back on those events, a
+    test proves each call was announced before the server sent what follows it."""
+    from tether.provider import ToolCallReady
+
+    seen: list[Any] = []
+    async for event in stream:
+        seen.append(event)
+        if isinstance(event, ToolCallReady) and event.index < len(announced):
+            announced[event.index].set()
+    return seen
 
 
 Handler = Callable[[RecordedRequest], FakeResponse]
