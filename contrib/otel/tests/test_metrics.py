@@ -92,3 +92,16 @@ def test_values_are_recorded_without_a_collection_once_too_many_wait(
     assert recorded == [0, 1, 2, 3, 4, 5]
     queue.flush()
     assert recorded == list(range(7))
+
+
+def test_a_meter_provider_that_cannot_be_weakly_referenced_still_gets_instruments() -> None:
+    class Provider:
+        __slots__ = ("inner",)
+
+        def __init__(self) -> None:
+            self.inner = MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+        def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+            return self.inner.get_meter(*args, **kwargs)
+
+    assert Instruments.create(Provider(), "0").token_usage is not None  # type: ignore[arg-type]

@@ -105,7 +105,10 @@ class Instruments:
     def create(cls, provider: MeterProvider, version: str) -> Instruments:
         """The instruments of ``provider``, made on first use."""
         with _SHARED_LOCK:
-            instruments = _SHARED.get(provider)
+            try:
+                instruments = _SHARED.get(provider)
+            except TypeError:  # a provider that cannot be weakly referenced or hashed
+                return cls(provider.get_meter("tether_otel", version))
             if instruments is None:
                 instruments = _SHARED[provider] = cls(provider.get_meter("tether_otel", version))
             return instruments
