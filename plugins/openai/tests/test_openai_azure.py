@@ -32,7 +32,7 @@ from tether.result import Outcome
 from tether.runner import RetryPolicy
 from tether.testing.cli import run_tether
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
-from tether.testing.wire import chat_reply
+from tether.testing.wire import chat_reply, responses_reply
 from tether_openai import plugin
 from tether_openai.profiles import AZURE
 from tether_openai.provider import OpenAIProvider
@@ -158,121 +158,11 @@ def _azure_error(status: int, code: str, message: str) -> FakeResponse:
     return FakeResponse.json({"error": {"code": code, "message": message}}, status=status)
 
 
-def responses_reply(
-    text: str = "", call: tuple[str, str, dict[str, Any]] | None = None
-) -> FakeResponse:
-    """A streamed Responses API answer: a function call or a text message."""
-    seq = itertools.count()
-    events: list[tuple[str, dict[str, Any]]] = []
-
-    def add(kind: str, **data: Any) -> None:
-        events.append((kind, {"type": kind, "sequence_number": next(seq), **data}))
-
-    def response(status: str, output: list[Any], usage: Any = None) -> dict[str, Any]:
-        return {
-            "id": "resp_68af2b1c9d3e8190a1b2c3d4e5f60718",
-            "object": "response",
-            "created_at": 1756306542,
-            "status": status,
-            "error": None,
-            "incomplete_details": None,
-            "model": DEPLOYMENT,
-            "output": output,
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-            "usage": usage,
-        }
-
-    add("response.created", response=response("in_progress", []))
-    if call is not None:
-        call_id, name, arguments = call
-        raw = json.dumps(arguments)
-        item = {
-            "id": "fc_1",
-            "type": "function_call",
-            "status": "in_progress",
-            "arguments": "",
-            "call_id": call_id,
-            "name": name,
-        }
-        add("response.output_item.added", output_index=0, item=item)
-        for piece in (raw[:3], raw[3:]):
-            add(
-                "response.function_call_arguments.delta",
-                item_id="fc_1",
-                output_index=0,
-                delta=piece,
-            )
-        add("response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments=raw)
-        done = {**item, "status": "completed", "arguments": raw}
-    else:
-        part = {"type": "output_text", "annotations": [], "text": text}
-        add(
-            "response.output_item.added",
-            output_index=0,
-            item={
-                "id": "msg_1",
-                "type": "message",
-                "status": "in_progress",
-                "content": [],
-                "role": "assistant",
-            },
-        )
-        add(
-            "response.content_part.added",
-            item_id="msg_1",
-            output_index=0,
-            content_index=0,
-            part={**part, "text": ""},
-        )
-        add(
-            "response.output_text.delta",
-            item_id="msg_1",
-            output_index=0,
-            content_index=0,
-            delta=text,
-            logprobs=[],
-        )
-        add(
-            "response.output_text.done",
-            item_id="msg_1",
-            output_index=0,
-            content_index=0,
-            text=text,
-            logprobs=[],
-        )
-        add(
-            "response.content_part.done",
-            item_id="msg_1",
-            output_index=0,
-            content_index=0,
-            part=part,
-        )
-        done = {
-            "id": "msg_1",
-            "type": "message",
-            "status": "completed",
-            "content": [part],
-            "role": "assistant",
-        }
-    add("response.output_item.done", output_index=0, item=done)
-    usage = {
-        "input_tokens": 300,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 40,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 340,
-    }
-    add("response.completed", response=response("completed", [done], usage))
-    return FakeResponse.sse(events)
-
-
 def reply(
     api: str, text: str = "", call: tuple[str, str, dict[str, Any]] | None = None
 ) -> FakeResponse:
     if api == "responses":
-        return responses_reply(text, call)
+        return responses_reply(DEPLOYMENT, text=text, calls=[call] if call else [])
     return chat_reply(DEPLOYMENT, text=text, calls=[call] if call else [])
 
 

@@ -50,6 +50,7 @@ from .wire import (
     chat_reply,
     gemini_part,
     gemini_reply,
+    responses_reply,
 )
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ __all__ = [
     "make_tool_context",
     "overloaded",
     "rate_limited",
+    "responses_reply",
     "server_error",
 ]
 

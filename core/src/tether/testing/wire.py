@@ -1,7 +1,7 @@
 """Streamed responses in the wire formats of the three model APIs, for a
 :class:`~tether.testing.http.FakeServer` to send: OpenAI Chat Completions chunks
-(OpenAI and every OpenAI-compatible server), Anthropic Messages events and Gemini
-``streamGenerateContent`` chunks, as server-sent events.
+(OpenAI and every OpenAI-compatible server) and Responses API events, Anthropic Messages
+events and Gemini ``streamGenerateContent`` chunks, as server-sent events.
 
 With them, an application or a plugin runs end to end, through the real SDK and over
 real loopback HTTP, with no key and no network::
@@ -19,6 +19,7 @@ arguments runs too. Usage figures are fixed, plausible numbers.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = [
     "chat_reply",
     "gemini_part",
     "gemini_reply",
+    "responses_reply",
 ]
 
 Json = dict[str, Any]
@@ -79,6 +81,85 @@ def chat_reply(
     usage = {"prompt_tokens": 480, "completion_tokens": 40, "total_tokens": 520}
     chunks.append({**_chat_chunk(model), "choices": [], "usage": usage})
     return FakeResponse.sse([*((None, c) for c in chunks), (None, "[DONE]")])
+
+
+# -- OpenAI Responses: builders ---------------------------------------------------------------
+def responses_reply(
+    model: str, text: str = "", calls: Sequence[tuple[str, str, Json]] = ()
+) -> FakeResponse:
+    """A streamed Responses API answer: a message with ``text`` (unless there are only
+    calls), then ``calls`` (call id, name, arguments) as function-call items."""
+    seq = itertools.count()
+    events: list[Event] = []
+    output: list[Json] = []
+
+    def add(kind: str, **data: Any) -> None:
+        events.append((kind, {"type": kind, "sequence_number": next(seq), **data}))
+
+    def response(status: str, usage: Json | None = None) -> Json:
+        return {
+            "id": "resp_68af2b1c9d3e8190a1b2c3d4e5f60718",
+            "object": "response",
+            "created_at": 1756306542,
+            "status": status,
+            "error": None,
+            "incomplete_details": None,
+            "model": model,
+            "output": list(output),
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": usage,
+        }
+
+    add("response.created", response=response("in_progress"))
+    if text or not calls:
+        _responses_message(add, len(output), text)
+        part = {"type": "output_text", "annotations": [], "text": text}
+        output.append(_message_item("completed", [part]))
+    for number, (call_id, name, arguments) in enumerate(calls, 1):
+        output.append(_responses_call(add, len(output), f"fc_{number}", call_id, name, arguments))
+    usage = {
+        "input_tokens": 300,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 40,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 340,
+    }
+    add("response.completed", response=response("completed", usage))
+    return FakeResponse.sse(events)
+
+
+def _message_item(status: str, content: list[Json]) -> Json:
+    return {"id": "msg_1", "type": "message", "status": status, "content": content,
+            "role": "assistant"}  # fmt: skip
+
+
+def _responses_message(add: Any, index: int, text: str) -> None:
+    part = {"type": "output_text", "annotations": [], "text": text}
+    where = {"item_id": "msg_1", "output_index": index, "content_index": 0}
+    add("response.output_item.added", output_index=index, item=_message_item("in_progress", []))
+    add("response.content_part.added", **where, part={**part, "text": ""})
+    add("response.output_text.delta", **where, delta=text, logprobs=[])
+    add("response.output_text.done", **where, text=text, logprobs=[])
+    add("response.content_part.done", **where, part=part)
+    add("response.output_item.done", output_index=index, item=_message_item("completed", [part]))
+
+
+def _responses_call(
+    add: Any, index: int, item_id: str, call_id: str, name: str, arguments: Json
+) -> Json:
+    raw = json.dumps(arguments)
+    item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
+            "call_id": call_id, "name": name}  # fmt: skip
+    where = {"item_id": item_id, "output_index": index}
+    add("response.output_item.added", output_index=index, item=item)
+    for piece in (raw[:3], raw[3:]):
+        add("response.function_call_arguments.delta", **where, delta=piece)
+    add("response.function_call_arguments.done", **where, arguments=raw)
+    done = {**item, "status": "completed", "arguments": raw}
+    add("response.output_item.done", output_index=index, item=done)
+    return done
 
 
 # -- Anthropic Messages: builders -------------------------------------------------------------
