@@ -52,11 +52,8 @@ def vertex(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[FakeServer, FakeGoogleOAuth]]:
     with FakeGoogleOAuth() as oauth, FakeServer(answer) as server:
-        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(oauth.write_adc(tmp_path)))
-        monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+        oauth.use_adc(tmp_path, monkeypatch)
         monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "google,anthropic")
-        for variable in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
-            monkeypatch.delenv(variable, raising=False)
         yield server, oauth
 
 

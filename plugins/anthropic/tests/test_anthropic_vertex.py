@@ -32,7 +32,7 @@ from tether.testing import (
     anthropic_text,
     anthropic_tool_use,
 )
-from tether.testing.google_oauth import GoogleAuthClock
+from tether.testing.google_oauth import GoogleAuthClock, no_google_credentials
 
 PROJECT = "proj-claude-1"
 LOCATION = "us-east5"
@@ -57,18 +57,8 @@ def oauth() -> Iterator[FakeGoogleOAuth]:
 
 @pytest.fixture
 def adc(oauth: FakeGoogleOAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = oauth.write_adc(tmp_path)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
-    for variable in (
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-        "CLOUD_ML_REGION",
-        "ANTHROPIC_VERTEX_PROJECT_ID",
-        "ANTHROPIC_VERTEX_BASE_URL",
-    ):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    return path
+    unset = ["ANTHROPIC_VERTEX_PROJECT_ID", "ANTHROPIC_VERTEX_BASE_URL"]
+    return oauth.use_adc(tmp_path, monkeypatch, unset=unset)
 
 
 def vertex_agent(server: FakeServer, model: str = MODEL, **kwargs: object) -> Agent:
@@ -149,11 +139,7 @@ async def test_a_token_still_fresh_is_reused(adc, oauth, server):  # type: ignor
 
 
 async def test_no_credentials_says_how_to_log_in(server, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    from google.auth.compute_engine import _metadata
-
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "empty-gcloud"))
-    monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", True)  # no metadata server probe
+    no_google_credentials(tmp_path, monkeypatch)
     agent = vertex_agent(server)
     with pytest.raises(AuthenticationError) as excinfo:
         await agent.provider().validate_auth()

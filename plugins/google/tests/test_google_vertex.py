@@ -23,7 +23,7 @@ from tether.events import event_to_dict
 from tether.resolve import parse_model_string
 from tether.scrub import scrub
 from tether.testing import FakeGoogleOAuth, FakeServer
-from tether.testing.google_oauth import GoogleAuthClock
+from tether.testing.google_oauth import GoogleAuthClock, no_google_credentials
 
 PROJECT = "proj-vertex-1"
 LOCATION = "us-central1"
@@ -42,12 +42,7 @@ def oauth() -> Iterator[FakeGoogleOAuth]:
 
 @pytest.fixture
 def adc(oauth: FakeGoogleOAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = oauth.write_adc(tmp_path)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
-    for variable in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    return path
+    return oauth.use_adc(tmp_path, monkeypatch)
 
 
 def vertex_config(server: FakeServer, **settings: object) -> Config:
@@ -113,11 +108,7 @@ async def test_project_and_location_come_from_the_environment(
 
 
 async def test_no_credentials_says_how_to_log_in(server, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    from google.auth.compute_engine import _metadata
-
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "empty-gcloud"))
-    monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", True)  # no metadata server probe
+    no_google_credentials(tmp_path, monkeypatch)
     agent = Agent(f"vertex/{MODEL}", config=vertex_config(server))
     with pytest.raises(AuthenticationError) as excinfo:
         await agent.provider().validate_auth()

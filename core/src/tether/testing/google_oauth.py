@@ -23,13 +23,14 @@ import base64
 import datetime
 import json
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from .http import FakeResponse, FakeServer, RecordedRequest
 
-__all__ = ["FakeGoogleOAuth", "GoogleAuthClock"]
+__all__ = ["FakeGoogleOAuth", "GoogleAuthClock", "no_google_credentials"]
 
 
 class FakeGoogleOAuth(FakeServer):
@@ -87,6 +88,22 @@ class FakeGoogleOAuth(FakeServer):
         path.write_text(json.dumps(info))
         return path
 
+    def use_adc(self, directory: Path, monkeypatch: Any, *, unset: Sequence[str] = ()) -> Path:
+        """Make the key file of :meth:`write_adc` the application default credentials:
+        ``GOOGLE_APPLICATION_CREDENTIALS`` names it, gcloud's configuration is a folder
+        of ``directory`` with no login in it, and ``GOOGLE_CLOUD_PROJECT``,
+        ``GOOGLE_CLOUD_LOCATION``, ``CLOUD_ML_REGION`` and the variables in ``unset`` are
+        cleared. Set through ``monkeypatch`` (a ``pytest.MonkeyPatch``), so undone after
+        the test."""
+        path = self.write_adc(directory)
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+        for variable in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable in unset:
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("CLOUDSDK_CONFIG", str(Path(directory) / "gcloud"))
+        return path
+
     def _claims(self, assertion: str) -> dict[str, Any] | None:
         """The claims of a JWT signed by the key, or ``None`` for a bad signature."""
         from cryptography.exceptions import InvalidSignature
@@ -141,6 +158,17 @@ class GoogleAuthClock:
 
     def advance(self, seconds: float) -> None:
         self.offset += datetime.timedelta(seconds=seconds)
+
+
+def no_google_credentials(directory: Path, monkeypatch: Any) -> None:
+    """As on a machine with no Google login: no ``GOOGLE_APPLICATION_CREDENTIALS``, an
+    empty gcloud configuration in ``directory`` and no probe for the metadata server of
+    a Google Cloud machine. Set through ``monkeypatch``, so undone after the test."""
+    from google.auth.compute_engine import _metadata
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(Path(directory) / "empty-gcloud"))
+    monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", True)
 
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
