@@ -70,31 +70,14 @@ def test_repr_never_shows_the_key():
 def test_tether_run_works_from_the_cli_with_only_the_key_set(fake_server, wire, tmp_path):
     """``tether run -m anthropic/...`` in a real subprocess, with the key and the SDK's own
     ANTHROPIC_BASE_URL in the environment and no configuration file."""
-    import os
-    import shutil
-
+    from tether.testing.cli import run_tether
     from tether.testing.http import FakeResponse
 
     fake_server.queue(FakeResponse.sse(wire.reply(wire.text_block(0, ["Hello ", "from Claude"]))))
-    tether_cli = shutil.which("tether", path=os.path.dirname(sys.executable))
-    assert tether_cli is not None
-    env = {
-        **os.environ,
-        "ANTHROPIC_API_KEY": "sk-ant-cli-test",
-        "ANTHROPIC_BASE_URL": fake_server.url,
-        "TETHER_PLUGINS_ALLOW": "anthropic",
-        "TETHER_CONFIG": str(tmp_path / "tether.toml"),
-        "TETHER_DATA_DIR": str(tmp_path / "data"),
-    }
-    env.pop("TETHER_DISABLE_PLUGIN_AUTOLOAD", None)
-    (tmp_path / "tether.toml").write_text("")
-    out = subprocess.run(
-        [tether_cli, "run", "-m", f"anthropic/{wire.MODEL}", "--tools", "", "Say hello"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
+    env = {"ANTHROPIC_API_KEY": "sk-ant-cli-test", "ANTHROPIC_BASE_URL": fake_server.url}
+    args = ["run", "-m", f"anthropic/{wire.MODEL}", "--tools", "", "Say hello"]
+    out = run_tether(
+        tmp_path, *args, plugins="anthropic", env=env, unset=["ANTHROPIC_"], timeout=300
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "Hello from Claude"
