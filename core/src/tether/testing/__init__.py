@@ -8,7 +8,8 @@
   knowledge-base backend must pass, with :class:`HashingEmbedder` for vectors.
 - :class:`FakeServer` is a real HTTP server on loopback (:class:`FakeModelServer` also
   lists models); :mod:`tether.testing.wire`
-  builds the streamed responses of OpenAI-compatible (:func:`chat_reply`), Anthropic
+  builds the streamed responses of OpenAI-compatible (:func:`chat_reply`), OpenAI
+  Responses (:func:`responses_reply`), Anthropic
   (:func:`anthropic_reply`) and Gemini (:func:`gemini_reply`) APIs for it, so a provider
   plugin, an application or the ``tether`` command runs end to end with no key.
   :class:`FakeGoogleOAuth` is a Google OAuth token endpoint for Google Cloud credentials.
