@@ -303,13 +303,14 @@ class KeywordIndex:
 
     def _rebuild(self) -> None:
         """Fold the delta into the main index and drop removed chunks."""
-        keep = [p for p, a in enumerate(self._alive) if a]
-        self._slots = [self._slots[p] for p in keep]
-        self._lengths = [self._lengths[p] for p in keep]
-        self._terms = [self._terms[p] for p in keep]
-        self._alive = [True] * len(keep)
-        self._pos_of = {slot: pos for pos, slot in enumerate(self._slots)}
-        self._dead = 0
+        if self._dead:  # nothing to drop otherwise: positions stay as they are
+            keep = [p for p, a in enumerate(self._alive) if a]
+            self._slots = [self._slots[p] for p in keep]
+            self._lengths = [self._lengths[p] for p in keep]
+            self._terms = [self._terms[p] for p in keep]
+            self._alive = [True] * len(keep)
+            self._pos_of = {slot: pos for pos, slot in enumerate(self._slots)}
+            self._dead = 0
         self._stale = False
         self._delta = {}
         self._arrays = None

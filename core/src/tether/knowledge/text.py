@@ -267,4 +267,8 @@ def _stemmer(language: str) -> Any:
         raise ConfigError(
             f"No stemmer for language {language!r}. Available: {', '.join(Stemmer.algorithms())}."
         ) from None
+    # Its own cache of recent words only costs here: every caller keeps a memo of the
+    # words it has seen and stems each distinct word once (three to four times faster
+    # over a stream of new words, such as a knowledge base's first build).
+    stemmer.maxCacheSize = 0
     return stemmer.stemWords
