@@ -53,3 +53,16 @@ def test_a_new_tokenizer_starts_the_word_memo_over() -> None:
     plain = index.encode_texts(["studies"], Tokenizer(None))[0][0]
     assert [index.terms[i] for i in stemmed.tolist()] == ["studi"]
     assert [index.terms[i] for i in plain.tolist()] == ["studies"]
+
+
+def test_stable_order_is_a_stable_argsort() -> None:
+    import numpy as np
+
+    from tether.knowledge.keyword_index import _stable_order
+
+    rng = np.random.default_rng(3)
+    for size, high in ((0, 1), (1, 1), (1000, 5), (50_000, 70_000)):
+        ids = rng.integers(0, high, size=size, dtype=np.int64)
+        assert _stable_order(ids).tolist() == np.argsort(ids, kind="stable").tolist()
+    ids = np.array([2**31 - 1, 0, 2**31 - 1, 0], dtype=np.int64)
+    assert _stable_order(ids).tolist() == [1, 3, 0, 2]

@@ -420,13 +420,18 @@ def _chunk_rows(
     tfs: Any,
     bounds: Any,
 ) -> Iterator[tuple[Any, ...]]:
-    """The ``chunks`` rows of a batch: each blob is a slice of one buffer per batch."""
-    ids_blob = _ids_blob(term_ids)
-    counts_blob = _counts_blob(tfs)
+    """The ``chunks`` rows of a batch: each blob is a view into one buffer per batch
+    (SQLite copies it when binding; no bytes object per blob)."""
+    ids_blob = memoryview(_ids_blob(term_ids))
+    counts_blob = memoryview(_counts_blob(tfs))
     ends = bounds.tolist()
     position = 0
     for info, chunks, matrix in prepared:
-        vectors = bytes(matrix.tobytes()) if matrix is not None else b""
+        vectors = (
+            memoryview(np.ascontiguousarray(matrix, dtype=np.float32).data).cast("B")
+            if matrix is not None
+            else memoryview(b"")
+        )
         row = len(vectors) // len(chunks) if chunks else 0
         for index, chunk in enumerate(chunks):
             start, end = ends[position], ends[position + 1]
