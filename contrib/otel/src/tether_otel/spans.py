@@ -17,7 +17,7 @@ opened, so children and propagated trace headers can name it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from opentelemetry import trace
@@ -118,20 +118,16 @@ class _SdkSpan:
     def end(self, end_time: int | None = None) -> None:
         if self.context.trace_flags.sampled:
             writer = self.writer
-            writer.processor.on_end(
-                writer.readable(
-                    name=self.name,
-                    context=self.context,
-                    parent=self.parent,
-                    resource=writer.resource,
-                    attributes=self.attributes,
-                    events=self.events,
-                    kind=self.kind,
-                    status=self.status or writer.unset,
-                    start_time=self.start_time,
-                    end_time=end_time or time.time_ns(),
-                    instrumentation_scope=writer.scope,
-                )
+            writer.finish(
+                self.name,
+                self.kind,
+                self.context,
+                self.parent,
+                self.attributes,
+                self.events,
+                self.status or writer.unset,
+                self.start_time,
+                end_time or time.time_ns(),
             )
 
 
@@ -187,21 +183,46 @@ class SdkSpanWriter:
     ) -> None:
         context, parent = self._context(name, kind, parent, attributes)
         if context.trace_flags.sampled:
-            self.processor.on_end(
-                self.readable(
-                    name=name,
-                    context=context,
-                    parent=parent,
-                    resource=self.resource,
-                    attributes=attributes,
-                    events=[self.event(*event) for event in events] if events else (),
-                    kind=kind,
-                    status=self.unset,
-                    start_time=start_time,
-                    end_time=end_time,
-                    instrumentation_scope=self.scope,
-                )
+            self.finish(
+                name,
+                kind,
+                context,
+                parent,
+                attributes,
+                [self.event(*event) for event in events] if events else (),
+                self.unset,
+                start_time,
+                end_time,
             )
+
+    def finish(
+        self,
+        name: str,
+        kind: SpanKind,
+        context: SpanContext,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        events: Sequence[Any],
+        status: Status,
+        start_time: int,
+        end_time: int,
+    ) -> None:
+        """Hand one finished, sampled span to the provider's span processor."""
+        self.processor.on_end(
+            self.readable(
+                name=name,
+                context=context,
+                parent=parent,
+                resource=self.resource,
+                attributes=attributes,
+                events=events,
+                kind=kind,
+                status=status,
+                start_time=start_time,
+                end_time=end_time,
+                instrumentation_scope=self.scope,
+            )
+        )
 
 
 # -- API ------------------------------------------------------------------------------------------
