@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,6 +81,21 @@ class Deployment:
         if index == slow_model:
             return f"task {index} slow-model"
         return f"task {index}"
+
+    async def submit_tasks(
+        self, runs: Any, count: int, slow_tool: int, slow_model: int, agent: str
+    ) -> list[Any]:
+        """Submit tasks ``0 .. count-1`` to ``runs`` (a ``DurableRuns``), each in a
+        conversation of its own, then start workers ``w1``-``w3``; the run handles."""
+        handles = [
+            await runs.submit(
+                self.prompt(i, slow_tool, slow_model), agent=agent, session=f"conversation-{i}"
+            )
+            for i in range(count)
+        ]
+        for name in ("w1", "w2", "w3"):
+            self.start(name)
+        return handles
 
     @staticmethod
     def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> object:

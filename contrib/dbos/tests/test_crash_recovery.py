@@ -27,16 +27,7 @@ def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> 
 
     async def scenario() -> None:
         async with DurableRuns(deployment.config()) as runs:
-            handles = [
-                await runs.submit(
-                    deployment.prompt(i, SLOW_TOOL, SLOW_MODEL),
-                    agent=AGENT,
-                    session=f"conversation-{i}",
-                )
-                for i in range(RUNS)
-            ]
-            for name in ("w1", "w2", "w3"):
-                deployment.start(name)
+            handles = await deployment.submit_tasks(runs, RUNS, SLOW_TOOL, SLOW_MODEL, AGENT)
             fast = [h for i, h in enumerate(handles) if i not in (SLOW_TOOL, SLOW_MODEL)]
             results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in fast)), 90)
             assert all(r.outcome is Outcome.COMPLETED for r in results)

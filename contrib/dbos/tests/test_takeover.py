@@ -31,16 +31,7 @@ def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: An
 
     async def scenario() -> tuple[str, str]:
         async with DurableRuns(deployment.config()) as runs:
-            handles = [
-                await runs.submit(
-                    deployment.prompt(i, SLOW_TOOL, SLOW_MODEL),
-                    agent=AGENT,
-                    session=f"conversation-{i}",
-                )
-                for i in range(RUNS)
-            ]
-            for name in ("w1", "w2", "w3"):
-                deployment.start(name)
+            handles = await deployment.submit_tasks(runs, RUNS, SLOW_TOOL, SLOW_MODEL, AGENT)
             fast = [h for i, h in enumerate(handles) if i not in (SLOW_TOOL, SLOW_MODEL)]
             await asyncio.wait_for(asyncio.gather(*(h.result() for h in fast)), 90)
             # Both slow runs are inside their step; kill the worker inside the tool call
