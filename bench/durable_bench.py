@@ -13,7 +13,10 @@ Prints progress on stderr and one JSON line on stdout:
   process. ``overhead_ms_per_step`` is the difference per step (goal: <= 2 ms), ``ratio``
   the durable time over the plain time. Medians of ``repeats``. Measured twice: with
   DBOS's checkpoints committed synchronously (the default) and with
-  ``synchronous_commit = false``.
+  ``synchronous_commit = false``. The worker polls its queue every 0.2 s (the default
+  ``poll_interval_s``): these runs do not go through the queue, and polling every
+  0.02 s (as the queue measurement below does) costs an idle worker a quarter of a
+  core, which the runs measured would share.
 - ``queue``: runs per second through the DBOS queue with 1 and with 3 ``tether worker``
   processes (started and ready before the clock starts), ``runs`` runs of one tool round
   each.
@@ -128,7 +131,7 @@ def bench_step_overhead(
 
     from tether_dbos import start_worker, stop_worker
 
-    config = load_config(write_config(root, url, sync=sync))
+    config = load_config(write_config(root, url, poll=0.2, sync=sync))
     runtime = start_worker(config, executor_id=f"bench-inprocess-{sync}")
     agent = durable_bench_agent.make_agent(config)
     prompt = f"rounds {rounds}"

@@ -5,8 +5,9 @@ PostgreSQL session store), plain and durable alternately.
 Run: ``python bench/durable_breakdown.py`` (PostgreSQL on 127.0.0.1:5432; it creates and
 drops its own database). ``BENCH_ROUNDS`` (20), ``BENCH_REPEATS`` (5). Prints, per step
 (model request or tool call) of the durable runs: wall time of the plain and the
-durable run, process CPU time of each, and for each database operation of a durable
-step how often it happens and how long it takes:
+durable run, process CPU time of each, DBOS's own floor (a workflow of as many empty
+async steps, run alternately with the others), and for each database operation of a
+durable step how often it happens and how long it takes:
 
 - ``dbos check``: DBOS reads the step's recorded result (is this a replay?);
 - ``dbos record``: DBOS commits the step's checkpoint;
@@ -99,6 +100,21 @@ def _instrument() -> None:
             CALLS["pool checkouts"] += 1
 
 
+def _empty_steps_workflow() -> Any:
+    """A workflow of ``count`` empty async steps (registered before DBOS launches)."""
+    from dbos import DBOS
+
+    async def nothing() -> None:
+        return None
+
+    @DBOS.workflow(name="bench.empty_steps")
+    async def empty_steps(count: int) -> None:
+        for _ in range(count):
+            await DBOS.run_step_async({"name": "empty"}, nothing)
+
+    return empty_steps
+
+
 def main() -> None:
     rounds = int(os.environ.get("BENCH_ROUNDS", "20"))
     repeats = int(os.environ.get("BENCH_REPEATS", "5"))
@@ -109,7 +125,8 @@ def main() -> None:
 
     steps = 2 * rounds + 1
     prompt = f"rounds {rounds}"
-    cpu = {"plain": 0.0, "durable": 0.0}
+    cpu = {"plain": 0.0, "durable": 0.0, "empty": 0.0}
+    empty_steps = _empty_steps_workflow()
     with temporary_database(prefix="tether_breakdown") as url, tempfile.TemporaryDirectory() as tmp:
         config = load_config(write_config(Path(tmp), url, poll=0.2))
         runtime = start_worker(config, executor_id="breakdown")
@@ -127,30 +144,44 @@ def main() -> None:
         async def durable() -> None:
             await run_durably(prompt)
 
-        async def measure() -> tuple[list[float], list[float]]:
+        async def empty() -> None:
+            from dbos import DBOS
+
+            handle = await DBOS.start_workflow_async(empty_steps, steps)
+            await handle.get_result()
+
+        async def measure() -> tuple[list[float], list[float], list[float]]:
             await plain()
             await durable()
-            cpu["plain"] = cpu["durable"] = 0.0
-            plains, durables = [], []
+            await empty()
+            cpu["plain"] = cpu["durable"] = cpu["empty"] = 0.0
+            plains, durables, empties = [], [], []
             for _ in range(repeats):
                 plains.append(await timed("plain", plain))
                 MEASURING[0] = True
                 durables.append(await timed("durable", durable))
                 MEASURING[0] = False
+                empties.append(await timed("empty", empty))
             await agent.aclose()
-            return plains, durables
+            return plains, durables, empties
 
         try:
-            plains, durables = asyncio.run(measure())
+            plains, durables, empties = asyncio.run(measure())
         finally:
             stop_worker(runtime)
     n = repeats * steps
     plain_ms = statistics.median(plains) / steps * 1e3
     durable_ms = statistics.median(durables) / steps * 1e3
+    empty_ms = statistics.median(empties) / steps * 1e3
     print(
         f"per step: plain {plain_ms:.2f} ms, durable {durable_ms:.2f} ms "
         f"(+{durable_ms - plain_ms:.2f} ms, x{durable_ms / plain_ms:.2f}); process CPU: plain "
         f"{cpu['plain'] / n * 1e3:.2f} ms, durable {cpu['durable'] / n * 1e3:.2f} ms"
+    )
+    print(
+        f"  DBOS floor: an empty async step {empty_ms:.2f} ms "
+        f"({cpu['empty'] / n * 1e3:.2f} ms CPU); durable minus plain minus that: "
+        f"{durable_ms - plain_ms - empty_ms:+.2f} ms"
     )
     for label in ("dbos check", "dbos record", "stream write", "session append"):
         if CALLS[label]:
