@@ -52,6 +52,7 @@ from tether.config import Config
 from tether.testing import ScriptedProvider
 from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
+from tether_otel.batch import OtlpBatchSpanProcessor
 from tether_otel.otlp import OTLPSpanExporter
 
 
@@ -91,11 +92,17 @@ async def measure(
     providers: list[Any] = []
 
     def traced(
-        metrics: bool, name: str, exporter_class: type | None = OTLPSpanExporter
+        metrics: bool,
+        name: str,
+        exporter_class: type | None = OTLPSpanExporter,
+        sdk_batch: bool = False,
     ) -> tuple[tether.Agent, ScriptedProvider]:
         tracer_provider = TracerProvider()
         if exporter_class is Discard:
             tracer_provider.add_span_processor(BatchSpanProcessor(Discard()))
+        elif exporter_class is OTLPSpanExporter and not sdk_batch:  # what the config builds
+            exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
+            tracer_provider.add_span_processor(OtlpBatchSpanProcessor(exporter))
         elif exporter_class is not None:
             exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
             tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
@@ -113,6 +120,8 @@ async def measure(
         "traced_and_metrics": traced(True, "traced_and_metrics"),
         "traced_sdk_exporter": traced(False, "traced_sdk_exporter", SdkOTLPSpanExporter),
     }
+    if breakdown:  # the SDK's batch processor (queueing span objects) with tether's exporter
+        agents["traced_sdk_batch"] = traced(False, "traced_sdk_batch", sdk_batch=True)
     if breakdown:  # the spans' share without export, and without any span processor
         agents["spans_discarded"] = traced(False, "spans_discarded", Discard)
         agents["spans_no_processor"] = traced(False, "spans_no_processor", None)

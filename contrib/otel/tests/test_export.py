@@ -20,6 +20,7 @@ from tether.config import Config
 from tether.errors import ConfigError
 from tether.testing import Reply, ScriptedProvider, call
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
+from tether_otel.batch import OtlpBatchSpanProcessor
 from tether_otel.plugin import observer_for, shutdown
 from tether_otel.providers import providers_for
 from tether_otel.settings import parse_settings
@@ -74,6 +75,8 @@ async def test_spans_and_metrics_reach_an_otlp_receiver_on_loopback(
     result = await tether.Agent(provider, tools=[add], config=config).run("add 2 and 3")
     assert result.ok
     tracer_provider, meter_provider = providers_for(parse_settings(settings))
+    (processor,) = tracer_provider._active_span_processor._span_processors  # type: ignore[attr-defined]
+    assert isinstance(processor, OtlpBatchSpanProcessor)  # spans held as bytes, not objects
     assert tracer_provider.force_flush()  # type: ignore[attr-defined]
     assert meter_provider is not None and meter_provider.force_flush()  # type: ignore[attr-defined]
 

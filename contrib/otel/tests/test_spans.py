@@ -1,6 +1,11 @@
 """Spans and metrics of a scripted run, read back from the SDK's in-memory exporter and
 reader: names, GenAI attributes, nesting (a run started by a tool under that tool's
-span), retries and compactions as events, trace context inside tool bodies."""
+span), retries and compactions as events, trace context inside tool bodies.
+
+Every span test runs twice: with the SDK's in-memory exporter, and through what
+``[observers.otel]`` builds (spans encoded as they end by
+:class:`~tether_otel.batch.OtlpBatchSpanProcessor`, posted to an OTLP receiver on
+loopback and decoded back into SDK spans), so both paths must give the same spans."""
 
 from __future__ import annotations
 
@@ -11,12 +16,13 @@ from typing import Any
 
 import pytest
 from opentelemetry import propagate, trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 import tether
 from tether.config import Config
@@ -24,7 +30,10 @@ from tether.messages import Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.retry import RetryPolicy
 from tether.testing import Reply, ScriptedProvider, call, rate_limited
+from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
+from tether_otel.batch import OtlpBatchSpanProcessor
+from tether_otel.otlp import OTLPSpanExporter
 
 
 async def no_sleep(delay: float) -> None:
@@ -32,10 +41,17 @@ async def no_sleep(delay: float) -> None:
 
 
 class Telemetry:
-    def __init__(self, capture_content: bool = False) -> None:
+    def __init__(self, capture_content: bool = False, path: str = "in_memory") -> None:
         self.spans = InMemorySpanExporter()
         self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.path = path
+        self.receiver: FakeServer | None = None
+        if path == "otlp":
+            self.receiver = FakeServer(lambda r: FakeResponse(status=200, body=b"")).__enter__()
+            exporter = OTLPSpanExporter(endpoint=f"{self.receiver.url}/v1/traces", timeout=5)
+            self.tracer_provider.add_span_processor(OtlpBatchSpanProcessor(exporter))
+        else:
+            self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
         self.metrics = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.metrics])
         self.plugin = OtelPlugin(
@@ -45,7 +61,16 @@ class Telemetry:
         )
 
     def finished(self) -> list[ReadableSpan]:
-        return list(self.spans.get_finished_spans())
+        if self.receiver is None:
+            return list(self.spans.get_finished_spans())
+        assert self.tracer_provider.force_flush()
+        return [span for request in self.receiver.requests for span in decoded(request.body)]
+
+    def close(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+        if self.receiver is not None:
+            self.receiver.__exit__(None, None, None)
 
     def metric_points(self) -> dict[str, list[Any]]:
         data = self.metrics.get_metrics_data()
@@ -58,12 +83,56 @@ class Telemetry:
         return points
 
 
-@pytest.fixture
-def telemetry() -> Iterator[Telemetry]:
-    t = Telemetry()
+def decoded(body: bytes) -> list[ReadableSpan]:
+    """The spans of an OTLP ``ExportTraceServiceRequest``, as SDK spans."""
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    spans = []
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                trace_id = int.from_bytes(span.trace_id, "big")
+                parent = None
+                if span.parent_span_id:
+                    remote = bool(span.flags & 0x200)
+                    parent = SpanContext(
+                        trace_id, int.from_bytes(span.parent_span_id, "big"), remote
+                    )
+                spans.append(
+                    ReadableSpan(
+                        name=span.name,
+                        context=SpanContext(trace_id, int.from_bytes(span.span_id, "big"), False),
+                        parent=parent,
+                        attributes=values(span.attributes),
+                        events=[
+                            Event(e.name, values(e.attributes), e.time_unix_nano)
+                            for e in span.events
+                        ],
+                        kind=SpanKind(span.kind - 1),
+                        status=Status(StatusCode(span.status.code), span.status.message or None),
+                        start_time=span.start_time_unix_nano,
+                        end_time=span.end_time_unix_nano,
+                    )
+                )
+    return spans
+
+
+def values(pairs: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        kind = pair.value.WhichOneof("value")
+        value = getattr(pair.value, kind)
+        if kind == "array_value":
+            value = tuple(getattr(v, v.WhichOneof("value")) for v in value.values)
+        out[pair.key] = value
+    return out
+
+
+@pytest.fixture(params=["in_memory", "otlp"])
+def telemetry(request: pytest.FixtureRequest) -> Iterator[Telemetry]:
+    t = Telemetry(path=request.param)
     yield t
-    t.tracer_provider.shutdown()
-    t.meter_provider.shutdown()
+    t.close()
 
 
 PRICING = Pricing(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
@@ -251,12 +320,13 @@ async def test_message_content_is_recorded_only_when_asked(telemetry: Telemetry)
             for key in span.attributes or {}
         )
 
-    capturing = Telemetry(capture_content=True)
+    capturing = Telemetry(capture_content=True, path=telemetry.path)
     provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="It is 3.")])
     await tether.Agent(provider, tools=[add], config=Config(), plugins=[capturing.plugin]).run(
         "What is 1 + 2?"
     )
     spans = capturing.finished()
+    capturing.close()
     (run,) = by_name(spans, "invoke_agent")
     assert json.loads(str(run.attributes["gen_ai.input.messages"]))[0]["parts"][0]["content"] == (
         "What is 1 + 2?"

@@ -123,6 +123,8 @@ class OtelObserver:
         )
         self.capture_content = capture_content
         self._runs: dict[str, _Run] = {}
+        self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
+        """Span name and fixed attributes of each tool's spans, by tool name."""
         self._handlers: dict[type, Callable[[_Run, Any], None]] = {
             TurnEnd: self._turn_end,
             ToolStart: self._tool_start,
@@ -167,12 +169,12 @@ class OtelObserver:
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:
-        parent_context: SpanContext | None = None
+        parent_context: OpenSpan | SpanContext | None = None
         if start.parent_run_id is not None and start.parent_call_id is not None:
             parent = self._runs.get(start.parent_run_id)
             tool = parent.tools.get(start.parent_call_id) if parent is not None else None
             if tool is not None:
-                parent_context = tool.context
+                parent_context = tool
         if parent_context is None:
             current = trace.get_current_span().get_span_context()
             parent_context = current if current.is_valid else None
@@ -276,7 +278,6 @@ class OtelObserver:
         if chat is None:
             chat = run.chats[event.model] = _chat_attributes(run, event.model)
         attributes: dict[str, Any] = {
-            **chat,
             "gen_ai.response.finish_reasons": (event.stop_reason.value,),
             "gen_ai.usage.input_tokens": usage.input_tokens,
             "gen_ai.usage.output_tokens": usage.output_tokens,
@@ -304,11 +305,12 @@ class OtelObserver:
         self.writer.record(
             run.chat_name,
             SpanKind.CLIENT,
-            run.span.context,
+            run.span,
             attributes,
             now - int(event.latency * 1e9),
             now,
             events,
+            chat,
         )
         instruments = self.instruments
         if instruments is not None:
@@ -360,32 +362,25 @@ class OtelObserver:
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart) -> None:
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": event.name,
-            "gen_ai.tool.call.id": event.call_id,
-            "gen_ai.tool.type": "function",
-        }
+        attributes: dict[str, Any] = {"gen_ai.tool.call.id": event.call_id}
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = _cut(
                 json.dumps(event.arguments, default=str, ensure_ascii=False)
             )
-        run.tools[event.call_id] = self.writer.open(
-            f"execute_tool {event.name}", SpanKind.INTERNAL, run.span.context, attributes
-        )
+        run.tools[event.call_id] = self._tool_span(run, event.name, attributes)
+
+    def _tool_span(self, run: _Run, name: str, attributes: dict[str, Any]) -> OpenSpan:
+        tool = self._tools.get(name)
+        if tool is None:
+            if len(self._tools) >= 1024:
+                self._tools.clear()
+            tool = self._tools[name] = (f"execute_tool {name}", _tool_attributes(name))
+        return self.writer.open(tool[0], SpanKind.INTERNAL, run.span, attributes, None, tool[1])
 
     def _tool_end(self, run: _Run, event: ToolEnd) -> None:
         span = run.tools.pop(event.call_id, None)
         if span is None:  # answered without having started (interrupted before it ran)
-            attributes = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": event.name,
-                "gen_ai.tool.call.id": event.call_id,
-                "gen_ai.tool.type": "function",
-            }
-            span = self.writer.open(
-                f"execute_tool {event.name}", SpanKind.INTERNAL, run.span.context, attributes
-            )
+            span = self._tool_span(run, event.name, {"gen_ai.tool.call.id": event.call_id})
         outcome = "interrupted" if event.interrupted else "error" if event.is_error else "ok"
         span.attributes["tether.tool.outcome"] = outcome
         if outcome != "ok":
@@ -416,6 +411,15 @@ def _chat_attributes(run: _Run, model: str) -> dict[str, Any]:
     if run.start.max_output_tokens is not None:
         attributes["gen_ai.request.max_tokens"] = run.start.max_output_tokens
     return attributes
+
+
+def _tool_attributes(name: str) -> dict[str, Any]:
+    """The attributes every ``execute_tool`` span of the tool ``name`` starts with."""
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+    }
 
 
 def _chat_labels(base: dict[str, Any], response_model: str) -> tuple[dict[str, Any], ...]:

@@ -17,23 +17,31 @@ from __future__ import annotations
 
 import struct
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import (
     encode_spans as sdk_encode_spans,
 )
 from opentelemetry.exporter.otlp.proto.http import trace_exporter as _sdk_module
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, Status
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["Encoder", "OTLPSpanExporter", "Unsupported", "encode_spans"]
+__all__ = [
+    "EncodedBatch",
+    "Encoder",
+    "OTLPSpanExporter",
+    "Unsupported",
+    "encode_spans",
+    "sdk_span_message",
+]
 
 _DOUBLE = struct.Struct("<d").pack
 _FIXED64 = struct.Struct("<Q").pack
 _FIXED32 = struct.Struct("<I").pack
+_TIMES = struct.Struct("<BQBQ").pack
 _SMALL = [bytes((n,)) for n in range(128)]
 _KIND = {
     SpanKind.INTERNAL: b"\x30\x01",
@@ -60,6 +68,10 @@ class Unsupported(Exception):
 def _varint(n: int) -> bytes:
     if n < 0x80:
         return _SMALL[n]
+    if n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -110,17 +122,20 @@ class Encoder:
     def __init__(self) -> None:
         self._pairs: dict[tuple[bytes, str, Any], bytes] = {}
         self._keys: dict[str, bytes] = {}
-        self._names: dict[str, bytes] = {}
+        self._heads: dict[tuple[bytes, str, int], bytes] = {}
+        self._middles: dict[tuple[int, str, bytes], bytes] = {}
         self._trace: tuple[int, bytes] = (0, b"")
         self._status: tuple[Any, bytes] = (None, b"")
         self._resources: dict[int, tuple[Any, bytes]] = {}
         self._scopes: dict[int, tuple[Any, bytes]] = {}
+        self._fixed: dict[int, tuple[Mapping[str, Any], bytes]] = {}
 
     def attributes(self, tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
         if not attributes:
             return b""
         pairs = self._pairs
         keys = self._keys
+        heads = self._heads
         out = []
         for key, value in attributes.items():
             kind = type(value)
@@ -136,25 +151,44 @@ class Encoder:
                     encoded = pairs[tag, key, value] = _field(tag, _key_value(key, value))
                 out.append(encoded)
                 continue
+            if kind is int and 0 <= value <= _INT64_MAX:
+                number = _SMALL[value] if value < 0x80 else _varint(value)
+                head = heads.get((tag, key, len(number)))
+                if head is None:
+                    head = self._head(tag, key, b"\x18", len(number))
+                out.append(head + number)
+                continue
+            if kind is float:
+                head = heads.get((tag, key, 0))
+                if head is None:
+                    head = self._head(tag, key, b"\x21", 0)
+                out.append(head + _DOUBLE(value))
+                continue
             prefix = keys.get(key)
             if prefix is None:
                 if len(keys) >= _CACHE_LIMIT:
                     keys.clear()
                 prefix = keys[key] = _field(b"\x0a", key.encode())
-            if kind is int and 0 <= value < 0x80:
-                pair = prefix + b"\x12\x02\x18" + _SMALL[value]
-            elif kind is int and 0 <= value <= _INT64_MAX:
-                number = _varint(value)
-                pair = prefix + b"\x12" + _SMALL[len(number) + 1] + b"\x18" + number
-            elif kind is bool:
+            if kind is bool:
                 pair = prefix + (b"\x12\x02\x10\x01" if value else b"\x12\x02\x10\x00")
-            elif kind is float:
-                pair = prefix + b"\x12\x09\x21" + _DOUBLE(value)
             else:
                 pair = prefix + _field(b"\x12", _any_value(value))
             n = len(pair)
             out.append(tag + (_SMALL[n] if n < 0x80 else _varint(n)) + pair)
         return b"".join(out)
+
+    def _head(self, tag: bytes, key: str, value_tag: bytes, length: int) -> bytes:
+        """Everything of a ``tag`` key-value field up to the number itself, for an int
+        (``value_tag`` 0x18) whose varint has ``length`` bytes or a double (0x21, length 0
+        standing for its 8 bytes)."""
+        size = 8 if length == 0 else length
+        pair = _field(b"\x0a", key.encode()) + b"\x12" + _SMALL[size + 1] + value_tag
+        n = len(pair) + size
+        head = tag + (_SMALL[n] if n < 0x80 else _varint(n)) + pair
+        if len(self._heads) >= _CACHE_LIMIT:
+            self._heads.clear()
+        self._heads[tag, key, length] = head
+        return head
 
     def resource(self, resource: Any) -> bytes:
         cached = self._resources.get(id(resource))
@@ -185,73 +219,134 @@ class Encoder:
         self._scopes[id(scope)] = (scope, encoded)
         return encoded
 
+    def fixed(self, attributes: Mapping[str, Any]) -> bytes:
+        """The encoding of an attribute mapping shared by many spans (the same object each
+        time, never changed after its first use): computed once per object."""
+        cached = self._fixed.get(id(attributes))
+        if cached is not None and cached[0] is attributes:
+            return cached[1]
+        encoded = self.attributes(b"\x4a", attributes)
+        if len(self._fixed) >= _CACHE_LIMIT:
+            self._fixed.clear()
+        self._fixed[id(attributes)] = (attributes, encoded)
+        return encoded
+
     def span(self, span: ReadableSpan) -> bytes:
+        """One ``Span`` message (without its field tag) for a finished SDK span."""
         context = span.get_span_context()
         assert context is not None
-        trace_id = context.trace_id
-        trace = self._trace  # read once: exporters on other threads may share the encoder
-        if trace[0] != trace_id:  # spans of one trace usually come together
-            trace = self._trace = (trace_id, b"\x0a\x10" + trace_id.to_bytes(16, "big"))
-        out = [trace[1], b"\x12\x08" + context.span_id.to_bytes(8, "big")]
-        if context.trace_state:
-            state = ",".join([f"{k}={v}" for k, v in context.trace_state.items()])
-            out.append(_field(b"\x1a", state.encode()))
-        parent = span.parent
-        if parent:
-            out.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
-        name = span.name
-        if name:
-            encoded = self._names.get(name)
-            if encoded is None:
-                if len(self._names) >= _CACHE_LIMIT:
-                    self._names.clear()
-                encoded = self._names[name] = _field(b"\x2a", name.encode())
-            out.append(encoded)
-        kind = span.kind
-        if kind is SpanKind.INTERNAL:
-            out.append(_KIND_INTERNAL)
-        elif kind is SpanKind.CLIENT:
-            out.append(_KIND_CLIENT)
-        else:
-            out.append(_KIND[kind])
-        if span.start_time:
-            out.append(b"\x39" + _FIXED64(span.start_time))
-        if span.end_time:
-            out.append(b"\x41" + _FIXED64(span.end_time))
         # Plain containers (tether's spans) cannot have dropped anything; reading them
         # directly spares the SDK's read-only copies and its isinstance checks.
         attributes = getattr(span, "_attributes", None)
         if type(attributes) is dict:
-            out.append(self.attributes(b"\x4a", attributes))
+            encoded_attributes = self.attributes(b"\x4a", attributes)
         else:
-            out.append(self.attributes(b"\x4a", span.attributes))
+            encoded_attributes = self.attributes(b"\x4a", span.attributes)
             if span.dropped_attributes:
-                out.append(b"\x50" + _varint(span.dropped_attributes))
+                encoded_attributes += b"\x50" + _varint(span.dropped_attributes)
         events = getattr(span, "_events", None)
         if type(events) is list or type(events) is tuple:
-            for event in events:
-                out.append(_field(b"\x5a", self.event(event)))
+            encoded_events = b"".join([_field(b"\x5a", self.event(e)) for e in events])
         else:
-            for event in span.events:
-                out.append(_field(b"\x5a", self.event(event)))
+            encoded_events = b"".join([_field(b"\x5a", self.event(e)) for e in span.events])
             if span.dropped_events:
-                out.append(b"\x60" + _varint(span.dropped_events))
+                encoded_events += b"\x60" + _varint(span.dropped_events)
         links = getattr(span, "_links", None)
         if type(links) is list or type(links) is tuple:
-            for link in links:
-                out.append(_field(b"\x6a", self.link(link)))
+            encoded_links = b"".join([_field(b"\x6a", self.link(link)) for link in links])
         else:
-            for link in span.links:
-                out.append(_field(b"\x6a", self.link(link)))
+            encoded_links = b"".join([_field(b"\x6a", self.link(link)) for link in span.links])
             if span.dropped_links:
-                out.append(b"\x70" + _varint(span.dropped_links))
-        status = span.status
+                encoded_links += b"\x70" + _varint(span.dropped_links)
+        parent = span.parent
+        return self.parts(
+            context.trace_id,
+            context.span_id,
+            parent.span_id if parent else 0,
+            bool(parent and parent.is_remote),
+            span.name,
+            span.kind,
+            span.start_time,
+            span.end_time,
+            encoded_attributes,
+            encoded_events + encoded_links,
+            span.status,
+            context.trace_state,
+        )
+
+    def parts(
+        self,
+        trace_id: int,
+        span_id: int,
+        parent_span_id: int,
+        parent_remote: bool,
+        name: str,
+        kind: SpanKind,
+        start_time: int | None,
+        end_time: int | None,
+        attributes: bytes,
+        events_and_links: bytes,
+        status: Status,
+        trace_state: Mapping[str, str] | None = None,
+    ) -> bytes:
+        """One ``Span`` message from its parts (``parent_span_id`` 0: no parent);
+        ``attributes`` and ``events_and_links`` are already encoded (fields 9-10 and 11-14
+        of the message)."""
+        trace = self._trace  # read once: exporters on other threads may share the encoder
+        if trace[0] != trace_id:  # spans of one trace usually come together
+            trace = self._trace = (trace_id, b"\x0a\x10" + trace_id.to_bytes(16, "big"))
+        kind_field = (
+            _KIND_INTERNAL
+            if kind is SpanKind.INTERNAL
+            else _KIND_CLIENT
+            if kind is SpanKind.CLIENT
+            else _KIND[kind]
+        )
+        key = (parent_span_id, name, kind_field)
+        middle = self._middles.get(key)
+        if middle is None:
+            middle = self._middle(key)
         last = self._status
         if last[0] is not status:  # most spans share the SDK's or tether's UNSET status
             last = self._status = (status, _field(b"\x7a", _status(status)))
-        out.append(last[1])
-        out.append(_REMOTE_PARENT if parent and parent.is_remote else _LOCAL_PARENT)
-        return b"".join(out)
+        if trace_state:
+            state = ",".join([f"{k}={v}" for k, v in trace_state.items()])
+            middle = _field(b"\x1a", state.encode()) + middle
+        if start_time and end_time:
+            times = _TIMES(0x39, start_time, 0x41, end_time)
+        else:
+            times = (b"\x39" + _FIXED64(start_time) if start_time else b"") + (
+                b"\x41" + _FIXED64(end_time) if end_time else b""
+            )
+        return b"".join(
+            (
+                trace[1],
+                b"\x12\x08",
+                span_id.to_bytes(8, "big"),
+                middle,
+                times,
+                attributes,
+                events_and_links,
+                last[1],
+                _REMOTE_PARENT if parent_remote else _LOCAL_PARENT,
+            )
+        )
+
+    def _middle(self, key: tuple[int, str, bytes]) -> bytes:
+        """Fields 4-6 of a span (parent span id, name, kind), remembered by their values."""
+        parent_span_id, name, kind_field = key
+        middle = b"\x22\x08" + parent_span_id.to_bytes(8, "big") if parent_span_id else b""
+        if name:
+            middle += _field(b"\x2a", name.encode())
+        middle += kind_field
+        if len(self._middles) >= _CACHE_LIMIT:
+            self._middles.clear()
+        self._middles[key] = middle
+        return middle
+
+    def events(self, events: Iterable[Any]) -> bytes:
+        """SDK events as the ``events`` fields of a ``Span`` message."""
+        return b"".join([_field(b"\x5a", self.event(event)) for event in events])
 
     def event(self, event: Any) -> bytes:
         out = []
@@ -280,22 +375,29 @@ class Encoder:
     def request(self, spans: Sequence[ReadableSpan]) -> bytes:
         """The serialized ``ExportTraceServiceRequest``; spans grouped by resource, then
         by instrumentation scope, in order of first appearance (as the SDK does)."""
+        return self.assemble(
+            [(span.resource, span.instrumentation_scope or None, self.span(span)) for span in spans]
+        )
+
+    def assemble(self, spans: Iterable[tuple[Any, Any, bytes]]) -> bytes:
+        """The serialized ``ExportTraceServiceRequest`` of already encoded spans, given as
+        (resource, instrumentation scope, ``Span`` message), grouped as :meth:`request`
+        groups them."""
         groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
-        for span in spans:
-            resource = span.resource
-            scope = span.instrumentation_scope or None
+        for resource, scope, encoded in spans:
             group = groups.get(id(resource))
             if group is None:
                 group = groups[id(resource)] = (resource, {})
             entry = group[1].get(id(scope))
             if entry is None:
                 entry = group[1][id(scope)] = (scope, [])
-            entry[1].append(_field(b"\x12", self.span(span)))
+            n = len(encoded)
+            entry[1].append(b"\x12" + (_SMALL[n] if n < 0x80 else _varint(n)) + encoded)
         out = []
         for resource, scopes in groups.values():
             body = [self.resource(resource)]
-            for scope, encoded in scopes.values():
-                scope_spans = self.scope(scope) + b"".join(encoded)
+            for scope, encoded_spans in scopes.values():
+                scope_spans = self.scope(scope) + b"".join(encoded_spans)
                 if scope is not None and scope.schema_url:
                     scope_spans += _field(b"\x1a", scope.schema_url.encode())
                 body.append(_field(b"\x12", scope_spans))
@@ -335,11 +437,36 @@ def encode_spans(spans: Sequence[ReadableSpan], encoder: Encoder | None = None) 
         return encoded
 
 
+def sdk_span_message(span: ReadableSpan) -> bytes:
+    """One ``Span`` message as the SDK's encoder writes it (for a span with values the
+    fast encoder leaves to the SDK)."""
+    request = sdk_encode_spans([span])
+    encoded: bytes = request.resource_spans[0].scope_spans[0].spans[0].SerializePartialToString()
+    return encoded
+
+
 _ENCODER = Encoder()
 
 
-def _encode_for_export(spans: Sequence[ReadableSpan]) -> _Encoded:
-    return _Encoded(encode_spans(spans, _ENCODER))
+class EncodedBatch:
+    """A batch of spans already serialized as an ``ExportTraceServiceRequest``, handed to
+    :meth:`OTLPSpanExporter.export` in place of the spans (its length is their number,
+    for the exporter's own metrics)."""
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self.data = data
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _encode_for_export(spans: Sequence[ReadableSpan] | EncodedBatch) -> _Encoded:
+    if type(spans) is EncodedBatch:
+        return _Encoded(spans.data)
+    return _Encoded(encode_spans(spans, _ENCODER))  # type: ignore[arg-type]
 
 
 def _fast_export() -> Any:
@@ -359,7 +486,15 @@ class OTLPSpanExporter(_sdk_module.OTLPSpanExporter):
 
     _fast = _fast_export()
 
-    def export(self, spans: Sequence[ReadableSpan]) -> Any:
+    def export(self, spans: Sequence[ReadableSpan] | EncodedBatch) -> Any:
+        """Export ``spans``, or a batch :class:`~tether_otel.batch.OtlpBatchSpanProcessor`
+        has encoded already (only when :attr:`encodes_batches`)."""
         if self._fast is None:
-            return super().export(spans)
+            return super().export(spans)  # type: ignore[arg-type]
         return self._fast(spans)
+
+    @property
+    def encodes_batches(self) -> bool:
+        """Whether :meth:`export` takes an :class:`EncodedBatch` (it does unless this
+        version of the SDK's exporter no longer encodes through ``encode_spans``)."""
+        return self._fast is not None

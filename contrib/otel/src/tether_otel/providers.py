@@ -109,7 +109,12 @@ def _sdk_providers(
     span_exporter = OTLPSpanExporter(
         endpoint=f"{base}/v1/traces" if base else None, timeout=timeout
     )
-    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    if span_exporter.encodes_batches:
+        from .batch import OtlpBatchSpanProcessor
+
+        tracer_provider.add_span_processor(OtlpBatchSpanProcessor(span_exporter))
+    else:
+        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
     if settings.metrics:
         metric_exporter = OTLPMetricExporter(
             endpoint=f"{base}/v1/metrics" if base else None, timeout=timeout

@@ -6,8 +6,17 @@ harness. tether knows every span's timing and attributes when it ends, so with a
 tracer provider :class:`SdkSpanWriter` only allocates the span's ids while it is open and
 hands one finished :class:`~opentelemetry.sdk.trace.ReadableSpan` to the provider's span
 processor (batching, export) when it ends: a few microseconds (a span whose start and
-end are both known, a model call, is written in one step). Sampling follows the
-provider's sampler for a run without a parent and the parent's decision otherwise.
+end are both known, a model call, is written in one step). When that processor is the
+provider's only one and is tether-otel's
+:class:`~tether_otel.batch.OtlpBatchSpanProcessor` (what ``[observers.otel]`` builds),
+the span is encoded straight to OTLP bytes from its parts instead, with no span object at
+all. Sampling follows the provider's sampler for a run without a parent and the parent's
+decision otherwise.
+
+Attributes may come in two mappings: ``fixed``, shared by many spans (the same object
+each time, never changed once used: a run's model and provider, a tool's name), whose
+encoding is computed once; and the span's own ``attributes``. Their keys must not
+overlap.
 
 Any other provider (the API's no-op one, a vendor SDK) goes through the tracer API
 (:class:`ApiSpanWriter`). Either way a span's ``context`` exists from the moment it is
@@ -31,8 +40,12 @@ class OpenSpan(Protocol):
     """A span that is open: its context is known; attributes, events and status can be
     added until :meth:`end`."""
 
-    context: SpanContext
     attributes: dict[str, Any]
+
+    @property
+    def context(self) -> SpanContext:
+        """The span's context (for children and propagated trace headers)."""
+        ...
 
     def event(
         self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None
@@ -52,37 +65,44 @@ class SpanWriter(Protocol):
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
+        parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
         start_time: int,
         end_time: int,
         events: list[tuple[str, dict[str, Any], int]] | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> None:
         """A span whose start and end are both known: opened and ended at once, with
-        ``events`` as (name, attributes, timestamp)."""
+        ``events`` as (name, attributes, timestamp). ``parent`` is an open span of this
+        writer, another span's context, or ``None`` for a new trace."""
         ...
 
     def open(
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
+        parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
         start_time: int | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> OpenSpan: ...
 
 
 # -- SDK ------------------------------------------------------------------------------------------
 class _SdkSpan:
     __slots__ = (
+        "_context",
         "attributes",
-        "context",
         "events",
+        "fixed",
+        "flags",
         "kind",
         "name",
         "parent",
+        "span_id",
         "start_time",
         "status",
+        "trace_id",
         "writer",
     )
 
@@ -91,20 +111,29 @@ class _SdkSpan:
         writer: SdkSpanWriter,
         name: str,
         kind: SpanKind,
-        context: SpanContext,
-        parent: SpanContext | None,
+        ids: tuple[int, TraceFlags, _SdkSpan | SpanContext | None],
         attributes: dict[str, Any],
         start_time: int,
+        fixed: Mapping[str, Any] | None,
     ) -> None:
         self.writer = writer
+        self.fixed = fixed
         self.name = name
         self.kind = kind
-        self.context = context
-        self.parent = parent
+        self.trace_id, self.flags, self.parent = ids
+        self.span_id: int = writer.ids.generate_span_id()
+        self._context: SpanContext | None = None
         self.attributes = attributes
         self.start_time = start_time
         self.events: list[Any] = []
         self.status: Status | None = None
+
+    @property
+    def context(self) -> SpanContext:
+        context = self._context
+        if context is None:
+            context = self._context = SpanContext(self.trace_id, self.span_id, False, self.flags)
+        return context
 
     def event(self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None) -> None:
         self.events.append(self.writer.event(name, dict(attributes), timestamp or time.time_ns()))
@@ -116,18 +145,21 @@ class _SdkSpan:
         return trace.NonRecordingSpan(self.context)
 
     def end(self, end_time: int | None = None) -> None:
-        if self.context.trace_flags.sampled:
+        if self.flags & TraceFlags.SAMPLED:
             writer = self.writer
             writer.finish(
                 self.name,
                 self.kind,
-                self.context,
+                self.trace_id,
+                self.span_id,
+                self.flags,
                 self.parent,
                 self.attributes,
                 self.events,
                 self.status or writer.unset,
                 self.start_time,
                 end_time or time.time_ns(),
+                self.fixed,
             )
 
 
@@ -138,7 +170,14 @@ class SdkSpanWriter:
         from opentelemetry.sdk.trace import Event, ReadableSpan
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+        from .batch import OtlpBatchSpanProcessor
+        from .otlp import Unsupported
+
         self.processor = tracer.span_processor
+        self._unencodable = (Unsupported, UnicodeEncodeError, TypeError)
+        self._direct_type = OtlpBatchSpanProcessor
+        self._seen: object = None
+        self._direct: OtlpBatchSpanProcessor | None = None
         self.resource = tracer.resource
         self.ids = tracer.id_generator
         self.sampler = tracer.sampler
@@ -147,72 +186,115 @@ class SdkSpanWriter:
         self.readable = ReadableSpan
         self.unset = Status(StatusCode.UNSET)
 
-    def _context(
-        self, name: str, kind: SpanKind, parent: SpanContext | None, attributes: dict[str, Any]
-    ) -> tuple[SpanContext, SpanContext | None]:
-        """A new span's context, and its parent's (``None`` for a root span)."""
-        if parent is not None and parent.is_valid:
-            trace_id, flags = parent.trace_id, parent.trace_flags
-        else:
-            parent = None
-            trace_id = self.ids.generate_trace_id()
-            decision = self.sampler.should_sample(None, trace_id, name, kind, attributes)
-            flags = TraceFlags(TraceFlags.SAMPLED if decision.decision.is_sampled() else 0)
-        return SpanContext(trace_id, self.ids.generate_span_id(), False, flags), parent
+    def _ids(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: OpenSpan | SpanContext | None,
+        attributes: dict[str, Any],
+    ) -> tuple[int, TraceFlags, _SdkSpan | SpanContext | None]:
+        """A new span's trace id and flags, and its parent (``None`` for a root span)."""
+        if isinstance(parent, _SdkSpan):
+            return parent.trace_id, parent.flags, parent
+        if isinstance(parent, SpanContext) and parent.is_valid:
+            return parent.trace_id, parent.trace_flags, parent
+        if parent is not None and not isinstance(parent, SpanContext):  # another writer's
+            context = parent.context
+            if context.is_valid:
+                return context.trace_id, context.trace_flags, context
+        trace_id = self.ids.generate_trace_id()
+        decision = self.sampler.should_sample(None, trace_id, name, kind, attributes)
+        flags = TraceFlags(TraceFlags.SAMPLED if decision.decision.is_sampled() else 0)
+        return trace_id, flags, None
 
     def open(
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
+        parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
         start_time: int | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> OpenSpan:
-        context, parent = self._context(name, kind, parent, attributes)
-        return _SdkSpan(self, name, kind, context, parent, attributes, start_time or time.time_ns())
+        ids = self._ids(name, kind, parent, attributes)
+        return _SdkSpan(self, name, kind, ids, attributes, start_time or time.time_ns(), fixed)
 
     def record(
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
+        parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
         start_time: int,
         end_time: int,
         events: list[tuple[str, dict[str, Any], int]] | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        context, parent = self._context(name, kind, parent, attributes)
-        if context.trace_flags.sampled:
+        trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
+        if flags & TraceFlags.SAMPLED:
             self.finish(
                 name,
                 kind,
-                context,
-                parent,
+                trace_id,
+                self.ids.generate_span_id(),
+                flags,
+                parent_of,
                 attributes,
                 [self.event(*event) for event in events] if events else (),
                 self.unset,
                 start_time,
                 end_time,
+                fixed,
             )
 
     def finish(
         self,
         name: str,
         kind: SpanKind,
-        context: SpanContext,
-        parent: SpanContext | None,
+        trace_id: int,
+        span_id: int,
+        flags: TraceFlags,
+        parent: _SdkSpan | SpanContext | None,
         attributes: dict[str, Any],
         events: Sequence[Any],
         status: Status,
         start_time: int,
         end_time: int,
+        fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        """Hand one finished, sampled span to the provider's span processor."""
+        """Hand one finished, sampled span to the provider's span processor (encoded
+        from its parts, when that is an :class:`~tether_otel.batch.OtlpBatchSpanProcessor`
+        alone)."""
+        direct = self._direct_processor()
+        if direct is not None:
+            encoder = direct.encoder
+            try:
+                encoded = encoder.parts(
+                    trace_id,
+                    span_id,
+                    parent.span_id if parent is not None else 0,
+                    isinstance(parent, SpanContext) and parent.is_remote,
+                    name,
+                    kind,
+                    start_time,
+                    end_time,
+                    (encoder.fixed(fixed) if fixed else b"")
+                    + encoder.attributes(b"\x4a", attributes),
+                    encoder.events(events) if events else b"",
+                    status,
+                )
+            except self._unencodable:
+                pass  # a value the fast encoder leaves to the SDK's: through a span object
+            else:
+                direct.append(self.resource, self.scope, encoded)
+                return
+        if fixed:
+            attributes = {**fixed, **attributes}
         self.processor.on_end(
             self.readable(
                 name=name,
-                context=context,
-                parent=parent,
+                context=SpanContext(trace_id, span_id, False, flags),
+                parent=parent.context if isinstance(parent, _SdkSpan) else parent,
                 resource=self.resource,
                 attributes=attributes,
                 events=events,
@@ -223,6 +305,16 @@ class SdkSpanWriter:
                 instrumentation_scope=self.scope,
             )
         )
+
+    def _direct_processor(self) -> Any:
+        """The provider's only span processor if it takes encoded spans, else ``None``
+        (checked again whenever the provider's processors change)."""
+        processors = getattr(self.processor, "_span_processors", None)
+        if processors is not self._seen:
+            self._seen = processors
+            only = processors[0] if processors and len(processors) == 1 else None
+            self._direct = only if type(only) is self._direct_type else None
+        return self._direct
 
 
 # -- API ------------------------------------------------------------------------------------------
@@ -258,10 +350,15 @@ class ApiSpanWriter:
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
+        parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
         start_time: int | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> OpenSpan:
+        if fixed:
+            attributes = {**fixed, **attributes}
+        if parent is not None and not isinstance(parent, SpanContext):
+            parent = parent.context
         context: Context | None = None
         if parent is not None:
             context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
@@ -272,13 +369,14 @@ class ApiSpanWriter:
         self,
         name: str,
         kind: SpanKind,
-        parent: SpanContext | None,
+        parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
         start_time: int,
         end_time: int,
         events: list[tuple[str, dict[str, Any], int]] | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        span = self.open(name, kind, parent, attributes, start_time)
+        span = self.open(name, kind, parent, attributes, start_time, fixed)
         for event in events or ():
             span.event(*event)
         span.end(end_time)

@@ -1,0 +1,221 @@
+"""A batch span processor that holds finished spans as OTLP bytes.
+
+The SDK's ``BatchSpanProcessor`` queues every finished span as an object graph (the span,
+its context, attribute and event containers) until the batch is exported: up to 2048
+spans that the garbage collector walks again and again, and that the export thread then
+encodes while holding the GIL. :class:`OtlpBatchSpanProcessor` encodes each span when it
+ends, with :class:`~tether_otel.otlp.Encoder`, and queues only its bytes; the export
+thread just groups them into requests and sends them through
+:class:`~tether_otel.otlp.OTLPSpanExporter` (endpoint, headers, TLS, compression,
+retries and timeouts as configured there). tether-otel's own spans skip the span object
+altogether: :class:`~tether_otel.spans.SdkSpanWriter` encodes them from their parts
+(:meth:`OtlpBatchSpanProcessor.append`).
+
+It behaves as the SDK's batch processor does, with the same ``OTEL_BSP_*`` variables:
+spans are exported every ``schedule_delay_millis`` or as soon as
+``max_export_batch_size`` are waiting, in requests of at most that many spans; beyond
+``max_queue_size`` waiting spans, new ones are dropped (with a warning); unsampled spans
+are ignored; :meth:`force_flush` exports everything waiting; :meth:`shutdown` exports
+what is left and shuts the exporter down; a child process after ``fork`` starts with an
+empty queue and its own export thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.context import (
+    _SUPPRESS_INSTRUMENTATION_KEY,  # the SDK's batch processors set this key too
+    attach,
+    detach,
+    set_value,
+)
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+from .otlp import EncodedBatch, Encoder, Unsupported, sdk_span_message
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import Span
+
+    from .otlp import OTLPSpanExporter
+
+__all__ = ["OtlpBatchSpanProcessor"]
+
+_logger = logging.getLogger(__name__)
+
+_DEFAULTS = {
+    "OTEL_BSP_SCHEDULE_DELAY": 5000,
+    "OTEL_BSP_MAX_QUEUE_SIZE": 2048,
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": 512,
+}
+
+
+def _setting(given: int | None, variable: str) -> int:
+    if given is not None:
+        return int(given)
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return _DEFAULTS[variable]
+    try:
+        return int(raw)
+    except ValueError:
+        _logger.warning("%s=%r is not an integer; using %d.", variable, raw, _DEFAULTS[variable])
+        return _DEFAULTS[variable]
+
+
+class OtlpBatchSpanProcessor(SpanProcessor):
+    """Exports finished spans in batches through ``exporter``, holding them as bytes
+    meanwhile (see the module docs).
+
+    :param exporter: tether-otel's OTLP exporter; one that cannot take encoded batches
+        (:attr:`~tether_otel.otlp.OTLPSpanExporter.encodes_batches`) is refused.
+    """
+
+    def __init__(
+        self,
+        exporter: OTLPSpanExporter,
+        *,
+        max_queue_size: int | None = None,
+        schedule_delay_millis: int | None = None,
+        max_export_batch_size: int | None = None,
+    ) -> None:
+        if not getattr(exporter, "encodes_batches", False):
+            raise TypeError(
+                "OtlpBatchSpanProcessor needs tether_otel.otlp.OTLPSpanExporter with an SDK "
+                "version whose exporter encodes through encode_spans; use the SDK's "
+                "BatchSpanProcessor with other exporters."
+            )
+        self.max_queue_size = _setting(max_queue_size, "OTEL_BSP_MAX_QUEUE_SIZE")
+        self.schedule_delay = _setting(schedule_delay_millis, "OTEL_BSP_SCHEDULE_DELAY") / 1e3
+        self.max_export_batch_size = _setting(
+            max_export_batch_size, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+        )
+        if self.max_queue_size <= 0 or self.schedule_delay <= 0 or self.max_export_batch_size <= 0:
+            raise ValueError("queue size, schedule delay and batch size must be positive")
+        if self.max_export_batch_size > self.max_queue_size:
+            raise ValueError("max_export_batch_size must not be greater than max_queue_size")
+        self.exporter = exporter
+        self.encoder = Encoder()
+        self.dropped = 0
+        """Spans dropped because the queue was full."""
+        self._groups: list[tuple[Any, Any]] = []
+        """(resource, scope) pairs, by the index the queue's entries carry."""
+        self._group_index: dict[tuple[int, int], int] = {}
+        self._groups_lock = threading.Lock()
+        self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._shutdown = False
+        self._start_worker()
+        if hasattr(os, "register_at_fork"):
+            this = weakref.ref(self)
+
+            def after_fork_in_child() -> None:
+                processor = this()
+                if processor is not None:
+                    processor._queue.clear()
+                    processor._start_worker()
+
+            os.register_at_fork(after_in_child=after_fork_in_child)
+
+    def _start_worker(self) -> None:
+        self._wake = threading.Event()
+        self._export_lock = threading.Lock()
+        self._worker = threading.Thread(
+            target=self._work, name="OtelBatchSpanProcessor(tether)", daemon=True
+        )
+        self._worker.start()
+
+    # -- spans in --------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._shutdown or not span.context.trace_flags.sampled:
+            return
+        try:
+            encoded = self.encoder.span(span)
+        except (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyError):
+            encoded = sdk_span_message(span)
+        self.append(span.resource, span.instrumentation_scope or None, encoded)
+
+    def append(self, resource: Any, scope: Any, encoded: bytes) -> None:
+        """Queue one finished, sampled span, already encoded as a ``Span`` message
+        (:meth:`~tether_otel.otlp.Encoder.parts`), of ``resource`` and ``scope``."""
+        if self._shutdown:
+            return
+        index = self._group_index.get((id(resource), id(scope)))
+        if index is None:
+            index = self._group(resource, scope)
+        queue = self._queue
+        if len(queue) >= self.max_queue_size:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                _logger.warning(
+                    "The span queue is full (%d spans); %d spans dropped so far. Raise "
+                    "OTEL_BSP_MAX_QUEUE_SIZE or check that the collector keeps up.",
+                    self.max_queue_size,
+                    self.dropped,
+                )
+            return
+        queue.append((index, encoded))
+        if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
+            self._wake.set()
+
+    def _group(self, resource: Any, scope: Any) -> int:
+        with self._groups_lock:
+            key = (id(resource), id(scope))
+            index = self._group_index.get(key)
+            if index is None:
+                self._groups.append((resource, scope))  # kept alive: its id stays unique
+                index = self._group_index[key] = len(self._groups) - 1
+            return index
+
+    # -- spans out -------------------------------------------------------------------------
+    def _work(self) -> None:
+        while not self._shutdown:
+            self._wake.wait(self.schedule_delay)
+            self._wake.clear()
+            if self._shutdown:
+                break
+            self._export()
+
+    def _export(self) -> None:
+        """Export everything waiting, in requests of at most ``max_export_batch_size``."""
+        with self._export_lock:
+            queue = self._queue
+            groups = self._groups
+            while queue:
+                count = min(len(queue), self.max_export_batch_size)
+                batch = [queue.popleft() for _ in range(count)]
+                data = self.encoder.assemble((*groups[index], encoded) for index, encoded in batch)
+                # Instrumented HTTP clients must not trace the export itself (as the SDK's
+                # batch processor does: a span per export would be exported in turn).
+                token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+                try:
+                    self.exporter.export(EncodedBatch(data, count))
+                except Exception:  # the exporter reports its own failures; never the app's
+                    _logger.exception("Exporting %d spans failed.", count)
+                finally:
+                    detach(token)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Export every span waiting now (the exporter's own timeout bounds each request)."""
+        if self._shutdown:
+            return False
+        self._export()
+        return True
+
+    def shutdown(self) -> None:
+        """Export what is waiting, stop the export thread and shut the exporter down."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        self._wake.set()
+        self._worker.join(timeout=self.schedule_delay + 30)
+        self._export()
+        self.exporter.shutdown()  # type: ignore[no-untyped-call]
