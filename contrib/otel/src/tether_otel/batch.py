@@ -146,11 +146,13 @@ class OtlpBatchSpanProcessor(SpanProcessor):
     def append(self, resource: Any, scope: Any, encoded: bytes) -> None:
         """Queue one finished, sampled span, already encoded as a ``Span`` message
         (:meth:`~tether_otel.otlp.Encoder.parts`), of ``resource`` and ``scope``."""
+        index = self._group_index.get((id(resource), id(scope)))
+        self.append_to(self.group(resource, scope) if index is None else index, encoded)
+
+    def append_to(self, group: int, encoded: bytes) -> None:
+        """:meth:`append` for the (resource, scope) pair :meth:`group` numbered ``group``."""
         if self._shutdown:
             return
-        index = self._group_index.get((id(resource), id(scope)))
-        if index is None:
-            index = self._group(resource, scope)
         queue = self._queue
         if len(queue) >= self.max_queue_size:
             self.dropped += 1
@@ -162,11 +164,12 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                     self.dropped,
                 )
             return
-        queue.append((index, encoded))
+        queue.append((group, encoded))
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
             self._wake.set()
 
-    def _group(self, resource: Any, scope: Any) -> int:
+    def group(self, resource: Any, scope: Any) -> int:
+        """The number the queue knows the spans of ``resource`` and ``scope`` by."""
         with self._groups_lock:
             key = (id(resource), id(scope))
             index = self._group_index.get(key)

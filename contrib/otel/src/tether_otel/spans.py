@@ -178,6 +178,7 @@ class SdkSpanWriter:
         self._direct_type = OtlpBatchSpanProcessor
         self._seen: object = None
         self._direct: OtlpBatchSpanProcessor | None = None
+        self._direct_group = 0
         self.resource = tracer.resource
         self.ids = tracer.id_generator
         self.sampler = tracer.sampler
@@ -230,7 +231,11 @@ class SdkSpanWriter:
         events: list[tuple[str, dict[str, Any], int]] | None = None,
         fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
+        parent_of: _SdkSpan | SpanContext | None
+        if type(parent) is _SdkSpan:  # a run's chat span: the common case, kept short
+            trace_id, flags, parent_of = parent.trace_id, parent.flags, parent
+        else:
+            trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
         if flags & TraceFlags.SAMPLED:
             self.finish(
                 name,
@@ -265,7 +270,10 @@ class SdkSpanWriter:
         """Hand one finished, sampled span to the provider's span processor (encoded
         from its parts, when that is an :class:`~tether_otel.batch.OtlpBatchSpanProcessor`
         alone)."""
-        direct = self._direct_processor()
+        processors = getattr(self.processor, "_span_processors", None)
+        if processors is not self._seen:
+            self._find_direct(processors)
+        direct = self._direct
         if direct is not None:
             encoder = direct.encoder
             try:
@@ -273,20 +281,21 @@ class SdkSpanWriter:
                     trace_id,
                     span_id,
                     parent.span_id if parent is not None else 0,
-                    isinstance(parent, SpanContext) and parent.is_remote,
+                    type(parent) is not _SdkSpan and parent is not None and parent.is_remote,  # type: ignore[union-attr]
                     name,
                     kind,
                     start_time,
                     end_time,
-                    (encoder.fixed(fixed) if fixed else b"")
-                    + encoder.attributes(b"\x4a", attributes),
+                    (encoder.fixed(fixed) + encoder.attributes(b"\x4a", attributes))
+                    if fixed
+                    else encoder.attributes(b"\x4a", attributes),
                     encoder.events(events) if events else b"",
                     status,
                 )
             except self._unencodable:
                 pass  # a value the fast encoder leaves to the SDK's: through a span object
             else:
-                direct.append(self.resource, self.scope, encoded)
+                direct.append_to(self._direct_group, encoded)
                 return
         if fixed:
             attributes = {**fixed, **attributes}
@@ -306,15 +315,14 @@ class SdkSpanWriter:
             )
         )
 
-    def _direct_processor(self) -> Any:
-        """The provider's only span processor if it takes encoded spans, else ``None``
-        (checked again whenever the provider's processors change)."""
-        processors = getattr(self.processor, "_span_processors", None)
-        if processors is not self._seen:
-            self._seen = processors
-            only = processors[0] if processors and len(processors) == 1 else None
-            self._direct = only if type(only) is self._direct_type else None
-        return self._direct
+    def _find_direct(self, processors: Any) -> None:
+        """Note the provider's only span processor if it takes encoded spans (``None``
+        otherwise); called again whenever the provider's processors change."""
+        self._seen = processors
+        only = processors[0] if processors and len(processors) == 1 else None
+        self._direct = only if type(only) is self._direct_type else None
+        if self._direct is not None:
+            self._direct_group = self._direct.group(self.resource, self.scope)
 
 
 # -- API ------------------------------------------------------------------------------------------
