@@ -3,7 +3,9 @@ doing it, timed alone on the spans of the A benchmark of ``overhead.py``.
 
 Per span: starting and ending a span through the SDK's tracer (no processor, and with a
 batch processor that never exports), tether-otel's span writer (a model call's span
-written in one step, a tool call's span opened and ended), and encoding a batch of 512
+written in one step, a tool call's span opened and ended) handing span objects to a batch
+processor, the same writer encoding each span as it ends for what ``[observers.otel]``
+builds (``OtlpBatchSpanProcessor``: the figure includes the encoding), and encoding a batch of 512
 such spans for OTLP with the SDK's encoder and with tether-otel's. Per metric value:
 ``Histogram.record`` of the SDK, and tether-otel's queueing of a value (recorded later,
 at collection). Each figure is the median over rounds of CPU µs per operation; the parts
@@ -34,8 +36,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
 
+from tether_otel.batch import OtlpBatchSpanProcessor
 from tether_otel.instruments import Instruments
-from tether_otel.otlp import Encoder
+from tether_otel.otlp import Encoder, OTLPSpanExporter
 from tether_otel.spans import SdkSpanWriter, writer_for
 
 BASE = {"gen_ai.provider.name": "scripted", "gen_ai.request.model": "scripted-model"}
@@ -145,6 +148,56 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
             span.end()
         writer.processor._span_processors[0]._batch_processor._queue.clear()
 
+    direct_provider = TracerProvider()
+    direct_processor = OtlpBatchSpanProcessor(
+        OTLPSpanExporter(endpoint="http://127.0.0.1:9/v1/traces"),
+        max_queue_size=1 << 20,
+        max_export_batch_size=1 << 20,
+        schedule_delay_millis=1 << 30,
+    )
+    direct_provider.add_span_processor(direct_processor)
+    direct = writer_for(direct_provider, "0")
+    run = direct.open("invoke_agent", SpanKind.INTERNAL, None, {})
+    chat_fixed = {
+        "gen_ai.operation.name": "chat",
+        **BASE,
+        "gen_ai.response.model": "scripted-model",
+    }
+    tool_fixed = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.type": "function",
+    }
+
+    def tether_direct_spans() -> None:
+        """As the observer writes them to what ``[observers.otel]`` builds: encoded."""
+        for i in range(n):
+            direct.record(
+                "chat scripted-model",
+                SpanKind.CLIENT,
+                run,
+                {
+                    "gen_ai.response.finish_reasons": ("tool_use",),
+                    "gen_ai.usage.input_tokens": 40 + 12 * i,
+                    "gen_ai.usage.output_tokens": 10,
+                },
+                1,
+                2,
+                None,
+                chat_fixed,
+            )
+            span = direct.open(
+                "execute_tool add",
+                SpanKind.INTERNAL,
+                run,
+                {"gen_ai.tool.call.id": f"c{i}"},
+                None,
+                tool_fixed,
+            )
+            span.attributes["tether.tool.outcome"] = "ok"
+            span.end()
+        direct_processor._queue.clear()
+
     def sdk_encode() -> None:
         for _ in range(n // 256):
             sdk_encode_spans(batch).SerializePartialToString()
@@ -167,6 +220,7 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
         "sdk_tracer_span_us": timed(sdk_spans(bare), 2 * n),
         "sdk_tracer_span_batched_us": timed(sdk_spans(batched), 2 * n),
         "tether_writer_span_batched_us": timed(tether_spans, 2 * n),
+        "tether_writer_span_encoded_us": timed(tether_direct_spans, 2 * n),
         "sdk_encode_span_us": timed(sdk_encode, 2 * (n // 256) * 256),
         "tether_encode_span_us": timed(tether_encode, 2 * (n // 256) * 256),
         "sdk_histogram_record_us": timed(sdk_record, n),
