@@ -213,3 +213,30 @@ def test_the_export_itself_is_not_traced_by_instrumented_clients(receiver: FakeS
     provider.get_tracer("app").start_span("work").end()
     provider.shutdown()
     assert suppressed == [True] and span_counts(receiver) == [1]
+
+
+def test_a_forked_child_starts_with_an_empty_queue_and_its_own_export_thread(
+    receiver: FakeServer,
+) -> None:
+    import os
+
+    provider = TracerProvider()
+    processor = OtlpBatchSpanProcessor(exporter(receiver), schedule_delay_millis=60_000)
+    provider.add_span_processor(processor)
+    provider.get_tracer("app").start_span("parent's").end()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave without running anything else
+        try:
+            before = len(processor._queue)
+            provider.get_tracer("app").start_span("child's").end()
+            state = f"{before} {int(processor._worker.is_alive())} {len(processor._queue)}"
+            os.write(write, state.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as reading:
+        assert reading.read() == "0 1 1"  # none of the parent's, a live worker, its own
+    provider.shutdown()
+    assert span_counts(receiver) == [1]  # the parent sends only its own
