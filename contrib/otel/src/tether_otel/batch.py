@@ -37,7 +37,7 @@ from opentelemetry.context import (
 )
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from .otlp import EncodedBatch, Encoder, Unsupported, sdk_span_message
+from .otlp import UNENCODABLE, EncodedBatch, Encoder, sdk_span_message
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -139,7 +139,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
             return
         try:
             encoded = self.encoder.span(span)
-        except (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyError):
+        except UNENCODABLE:
             encoded = sdk_span_message(span)
         self.append(span.resource, span.instrumentation_scope or None, encoded)
 

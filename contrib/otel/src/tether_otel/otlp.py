@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = [
+    "UNENCODABLE",
     "EncodedBatch",
     "Encoder",
     "OTLPSpanExporter",
@@ -63,6 +64,10 @@ _CACHE_LIMIT = 4096
 
 class Unsupported(Exception):
     """A value the fast encoder leaves to the SDK's encoder."""
+
+
+UNENCODABLE = (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyError)
+"""What the fast encoder raises for a span it leaves to the SDK's encoder."""
 
 
 def _varint(n: int) -> bytes:
@@ -246,9 +251,9 @@ class Encoder:
                 encoded_attributes += b"\x50" + _varint(span.dropped_attributes)
         events = getattr(span, "_events", None)
         if type(events) is list or type(events) is tuple:
-            encoded_events = b"".join([_field(b"\x5a", self.event(e)) for e in events])
+            encoded_events = self.events(events)
         else:
-            encoded_events = b"".join([_field(b"\x5a", self.event(e)) for e in span.events])
+            encoded_events = self.events(span.events)
             if span.dropped_events:
                 encoded_events += b"\x60" + _varint(span.dropped_events)
         links = getattr(span, "_links", None)
@@ -432,7 +437,7 @@ def encode_spans(spans: Sequence[ReadableSpan], encoder: Encoder | None = None) 
     encoder = encoder or Encoder()
     try:
         return encoder.request(spans)
-    except (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyError):
+    except UNENCODABLE:
         encoded: bytes = sdk_encode_spans(spans).SerializePartialToString()
         return encoded
 

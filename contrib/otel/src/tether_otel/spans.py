@@ -171,10 +171,10 @@ class SdkSpanWriter:
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         from .batch import OtlpBatchSpanProcessor
-        from .otlp import Unsupported
+        from .otlp import UNENCODABLE
 
         self.processor = tracer.span_processor
-        self._unencodable = (Unsupported, UnicodeEncodeError, TypeError)
+        self._unencodable = UNENCODABLE
         self._direct_type = OtlpBatchSpanProcessor
         self._seen: object = None
         self._direct: OtlpBatchSpanProcessor | None = None
@@ -231,11 +231,7 @@ class SdkSpanWriter:
         events: list[tuple[str, dict[str, Any], int]] | None = None,
         fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        parent_of: _SdkSpan | SpanContext | None
-        if type(parent) is _SdkSpan:  # a run's chat span: the common case, kept short
-            trace_id, flags, parent_of = parent.trace_id, parent.flags, parent
-        else:
-            trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
+        trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
         if flags & TraceFlags.SAMPLED:
             self.finish(
                 name,
