@@ -1,20 +1,24 @@
 """Cost of tracing on the A benchmark of ``overhead.py``, measured in the same run.
 
 The same scripted run (the model calls ``add`` 50 times, one call per response, then
-answers; 51 model round trips) is timed four ways: without tether-otel; with its spans
-going to an SDK tracer provider whose batch processor exports over OTLP/HTTP to a
-receiver on loopback through tether-otel's exporter (what ``[observers.otel]`` builds);
-the same with the metrics recorded as well; and, for reference, spans through the SDK's
-own ``OTLPSpanExporter``. The receiver runs in a child process, as a collector would, so
-only the exporting side's CPU is counted.
+answers; 51 model round trips) is timed five ways: without tether-otel; with its spans
+going to an SDK tracer provider whose batch processor hands them to an export process
+that sends them over OTLP/HTTP to a receiver on loopback (what ``[observers.otel]``
+builds); the same with the metrics recorded as well; the same spans exported from the
+batch processor's thread (``export_process = false``); and, for reference, spans through
+the SDK's own ``OTLPSpanExporter``. The receiver runs in a child process, as a collector
+would.
 
-Each sample is a block of runs: its wall time (the batch processor exports on its own
-thread meanwhile, as in production), and the process's CPU time for the runs plus a
-flush of the exporter and a collection of the metrics at the end of the block, so the
-export's own work (encoding, sending) is counted. Each round runs one block of every
-agent, in a rotating order; an overhead is the median over the rounds of the ratio to
-the plain agent's block of the same round, so that drift of a shared machine cancels
-out. The run log is off in all of them, so the ratios are telemetry alone.
+Each sample is a block of runs followed by a flush of the spans and a collection of the
+metrics: its wall time, the flush included, so that work a processor puts off until later
+is counted all the same (with an export process, until the spans are written to it: this
+process waits for nothing more), and the CPU time of this process over the same span.
+Each round
+runs one block of every agent, in a rotating order; an overhead is the median over the
+rounds of the ratio to the plain agent's block of the same round, so that drift of a
+shared machine cancels out. The run log is off in all of them, so the ratios are
+telemetry alone. The export process's own CPU time is reported apart
+(``export_process_cpu_us_per_rt``): it runs on another core, as a collector would.
 
 With ``--breakdown``, two more agents split the cost of the spans: tether-otel with a
 batch processor whose exporter discards the spans (no encoding, no sending), and with a
@@ -90,25 +94,38 @@ async def measure(
     load_before = round(os.getloadavg()[0], 1)
     flushers: dict[str, list[Any]] = {"plain": []}
     providers: list[Any] = []
+    processors: list[OtlpBatchSpanProcessor] = []
+    settle: dict[str, Any] = {}
 
     def traced(
         metrics: bool,
         name: str,
         exporter_class: type | None = OTLPSpanExporter,
         sdk_batch: bool = False,
+        export_process: bool = True,
     ) -> tuple[tether.Agent, ScriptedProvider]:
         tracer_provider = TracerProvider()
+        to_process: OtlpBatchSpanProcessor | None = None
         if exporter_class is Discard:
             tracer_provider.add_span_processor(BatchSpanProcessor(Discard()))
         elif exporter_class is OTLPSpanExporter and not sdk_batch:  # what the config builds
             exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
-            tracer_provider.add_span_processor(OtlpBatchSpanProcessor(exporter))
+            processor = OtlpBatchSpanProcessor(exporter, export_process=export_process)
+            tracer_provider.add_span_processor(processor)
+            if export_process:
+                processors.append(processor)
+                to_process = processor
         elif exporter_class is not None:
             exporter = exporter_class(endpoint=f"{receiver_url}/v1/traces")
             tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
         meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()]) if metrics else None
         flushers[name] = [p for p in (tracer_provider, meter_provider) if p is not None]
         providers.extend(flushers[name])
+        if to_process is not None:
+            # Spans written to the export process have left this one: the block waits for
+            # that, and for the export process to finish only after its time is taken.
+            flushers[name][0] = to_process.send_waiting
+            settle[name] = tracer_provider.force_flush
         plugin = OtelPlugin(
             tracer_provider=tracer_provider, meter_provider=meter_provider, name=name
         )
@@ -118,6 +135,7 @@ async def measure(
         "plain": make_agent([]),
         "traced": traced(False, "traced"),
         "traced_and_metrics": traced(True, "traced_and_metrics"),
+        "traced_in_thread": traced(False, "traced_in_thread", export_process=False),
         "traced_sdk_exporter": traced(False, "traced_sdk_exporter", SdkOTLPSpanExporter),
     }
     if breakdown:  # the SDK's batch processor (queueing span objects) with tether's exporter
@@ -127,18 +145,19 @@ async def measure(
         agents["spans_no_processor"] = traced(False, "spans_no_processor", None)
 
     async def one_block(name: str) -> tuple[float, float]:
-        """Wall seconds of ``block`` runs (the exporter works in the background, as it
-        does in production), and the process's CPU seconds for them and the export of
-        their spans and metrics (flushed and collected at the end of the block: encoding
-        and sending included)."""
+        """Wall and CPU seconds of ``block`` runs and the export of their spans and
+        metrics (flushed and collected at the end of the block)."""
         gc.collect()
-        walls = 0.0
         cpu0 = time.process_time()
+        wall0 = time.perf_counter()
         for _ in range(block):
-            walls += await one_run(*agents[name])
-        for provider in flushers[name]:
-            provider.force_flush()
-        return walls, time.process_time() - cpu0
+            await one_run(*agents[name])
+        for flusher in flushers[name]:
+            getattr(flusher, "force_flush", flusher)()
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        if name in settle:
+            settle[name]()
+        return wall, cpu
 
     for name in agents:  # warm-up
         await one_block(name)
@@ -147,6 +166,8 @@ async def measure(
     for i in range(reps):
         for name in names[i % len(names) :] + names[: i % len(names)]:  # rotate the order
             samples[name].append(await one_block(name))
+    children = [p._process.pid for p in processors if p._process is not None]
+    export_cpu = sum(_cpu_seconds(pid) for pid in children)
     for provider in providers:
         provider.shutdown()
     per_rt = block * (A_TOOL_CALLS + 1) / 1e6
@@ -163,6 +184,10 @@ async def measure(
         pairs = list(zip(samples[name], plain, strict=True))
         out[f"{name}_overhead"] = round(statistics.median(t[0] / p[0] for t, p in pairs) - 1, 3)
         out[f"{name}_cpu_overhead"] = round(statistics.median(t[1] / p[1] for t, p in pairs) - 1, 3)
+    runs = (reps + 1) * block * len(children)
+    out["export_process_cpu_us_per_rt"] = (
+        round(export_cpu / (runs * (A_TOOL_CALLS + 1)) * 1e6, 1) if runs else None
+    )
     out.update(
         spans_per_run=2 * A_TOOL_CALLS + 2,
         reps=reps,
@@ -171,6 +196,13 @@ async def measure(
         load_average_1m_before=load_before,
     )
     return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a live process (Linux)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def serve_receiver() -> None:
@@ -215,7 +247,10 @@ def main() -> None:
     print(
         f"[tether-otel] A: {out['a_us_per_rt_plain']} us/RT plain, "
         f"{out['a_us_per_rt_traced']} traced ({out['traced_overhead']:+.1%}, "
-        f"CPU {out['traced_cpu_overhead']:+.1%}), "
+        f"CPU {out['traced_cpu_overhead']:+.1%}; export process "
+        f"{out['export_process_cpu_us_per_rt']} us/RT), "
+        f"{out['a_us_per_rt_traced_in_thread']} exported from a thread "
+        f"({out['traced_in_thread_overhead']:+.1%}, CPU {out['traced_in_thread_cpu_overhead']:+.1%}), "
         f"{out['a_us_per_rt_traced_and_metrics']} with metrics too "
         f"({out['traced_and_metrics_overhead']:+.1%}, CPU {out['traced_and_metrics_cpu_overhead']:+.1%}); "
         f"spans through the SDK's exporter {out['a_us_per_rt_traced_sdk_exporter']} "

@@ -76,8 +76,10 @@ async def test_spans_and_metrics_reach_an_otlp_receiver_on_loopback(
     assert result.ok
     tracer_provider, meter_provider = providers_for(parse_settings(settings))
     (processor,) = tracer_provider._active_span_processor._span_processors  # type: ignore[attr-defined]
-    assert isinstance(processor, OtlpBatchSpanProcessor)  # spans held as bytes, not objects
+    assert isinstance(processor, OtlpBatchSpanProcessor)  # spans held as values, not objects
+    assert processor.export_process  # and encoded and sent by a child process
     assert tracer_provider.force_flush()  # type: ignore[attr-defined]
+    assert processor._process is not None  # it did
     assert meter_provider is not None and meter_provider.force_flush()  # type: ignore[attr-defined]
 
     traces = [r for r in collector.requests if r.path == "/v1/traces"]
@@ -136,6 +138,18 @@ def test_bad_settings_are_configuration_errors() -> None:
         parse_settings({"capture_content": "yes"})
     with pytest.raises(ConfigError, match='exporter = "jaeger" is not one of'):
         parse_settings({"exporter": "jaeger"})
+    with pytest.raises(ConfigError, match="export_process must be a bool"):
+        parse_settings({"export_process": "no"})
+
+
+def test_export_process_false_exports_from_a_thread(collector: FakeServer) -> None:
+    settings = {"endpoint": collector.url, "metrics": False, "export_process": False}
+    tracer_provider, _ = providers_for(parse_settings(settings))
+    (processor,) = tracer_provider._active_span_processor._span_processors  # type: ignore[attr-defined]
+    assert isinstance(processor, OtlpBatchSpanProcessor) and not processor.export_process
+    tracer_provider.get_tracer("app").start_span("here").end()
+    assert tracer_provider.force_flush()  # type: ignore[attr-defined]
+    assert processor._process is None and len(collector.requests) == 1
 
 
 async def test_http_requests_made_by_a_tool_carry_its_trace_context(

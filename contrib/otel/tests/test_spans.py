@@ -2,10 +2,11 @@
 reader: names, GenAI attributes, nesting (a run started by a tool under that tool's
 span), retries and compactions as events, trace context inside tool bodies.
 
-Every span test runs twice: with the SDK's in-memory exporter, and through what
-``[observers.otel]`` builds (spans encoded as they end by
-:class:`~tether_otel.batch.OtlpBatchSpanProcessor`, posted to an OTLP receiver on
-loopback and decoded back into SDK spans), so both paths must give the same spans."""
+Every span test runs three times: with the SDK's in-memory exporter; through what
+``[observers.otel]`` builds (spans queued by
+:class:`~tether_otel.batch.OtlpBatchSpanProcessor`, encoded and posted to an OTLP receiver
+on loopback by its export process, and decoded back into SDK spans); and the same
+exported from the processor's own thread. All must give the same spans."""
 
 from __future__ import annotations
 
@@ -46,10 +47,12 @@ class Telemetry:
         self.tracer_provider = TracerProvider()
         self.path = path
         self.receiver: FakeServer | None = None
-        if path == "otlp":
+        if path.startswith("otlp"):
             self.receiver = FakeServer(lambda r: FakeResponse(status=200, body=b"")).__enter__()
             exporter = OTLPSpanExporter(endpoint=f"{self.receiver.url}/v1/traces", timeout=5)
-            self.tracer_provider.add_span_processor(OtlpBatchSpanProcessor(exporter))
+            self.tracer_provider.add_span_processor(
+                OtlpBatchSpanProcessor(exporter, export_process=path == "otlp_process")
+            )
         else:
             self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
         self.metrics = InMemoryMetricReader()
@@ -128,7 +131,7 @@ def values(pairs: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture(params=["in_memory", "otlp"])
+@pytest.fixture(params=["in_memory", "otlp_process", "otlp_thread"])
 def telemetry(request: pytest.FixtureRequest) -> Iterator[Telemetry]:
     t = Telemetry(path=request.param)
     yield t

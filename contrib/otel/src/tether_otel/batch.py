@@ -1,15 +1,20 @@
-"""A batch span processor that holds finished spans as OTLP bytes.
+"""A batch span processor that holds finished spans as OTLP bytes or plain values.
 
 The SDK's ``BatchSpanProcessor`` queues every finished span as an object graph (the span,
 its context, attribute and event containers) until the batch is exported: up to 2048
 spans that the garbage collector walks again and again, and that the export thread then
-encodes while holding the GIL. :class:`OtlpBatchSpanProcessor` encodes each span when it
-ends, with :class:`~tether_otel.otlp.Encoder`, and queues only its bytes; the export
-thread just groups them into requests and sends them through
-:class:`~tether_otel.otlp.OTLPSpanExporter` (endpoint, headers, TLS, compression,
-retries and timeouts as configured there). tether-otel's own spans skip the span object
-altogether: :class:`~tether_otel.spans.SdkSpanWriter` encodes them from their parts
-(:meth:`OtlpBatchSpanProcessor.append`).
+encodes while holding the GIL. :class:`OtlpBatchSpanProcessor` encodes each span object
+when it ends, with :class:`~tether_otel.otlp.Encoder`, and queues only its bytes.
+tether-otel's own spans skip the span object altogether:
+:class:`~tether_otel.spans.SdkSpanWriter` queues them as a
+:data:`~tether_otel.otlp.SpanRecord` of plain values (:meth:`OtlpBatchSpanProcessor.append`),
+encoded in batches where they are exported. The export thread groups the spans into
+requests and sends them through :class:`~tether_otel.otlp.OTLPSpanExporter` (endpoint,
+headers, TLS, compression, retries and timeouts as configured there) — or, with
+``export_process=True``, hands each batch to a child process that encodes and sends it
+(:mod:`tether_otel.export_process`), so that the application's process does neither. If
+that process cannot be started or dies, the processor says so in a warning and exports
+from its own thread from then on.
 
 It behaves as the SDK's batch processor does, with the same ``OTEL_BSP_*`` variables:
 spans are exported every ``schedule_delay_millis`` or as soon as
@@ -37,12 +42,22 @@ from opentelemetry.context import (
 )
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from .otlp import UNENCODABLE, EncodedBatch, Encoder, sdk_span_message
+from .otlp import (
+    UNENCODABLE,
+    EncodedBatch,
+    Encoder,
+    GroupHead,
+    SpanRecord,
+    assemble_heads,
+    encode_record,
+    sdk_span_message,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Span
 
+    from .export_process import ExportProcess
     from .otlp import OTLPSpanExporter
 
 __all__ = ["OtlpBatchSpanProcessor"]
@@ -75,7 +90,13 @@ class OtlpBatchSpanProcessor(SpanProcessor):
 
     :param exporter: tether-otel's OTLP exporter; one that cannot take encoded batches
         (:attr:`~tether_otel.otlp.OTLPSpanExporter.encodes_batches`) is refused.
+    :param export_process: encode and send the spans in a child process (see the module
+        docs); needs an exporter made with arguments that can leave this process
+        (:attr:`~tether_otel.otlp.OTLPSpanExporter.arguments`).
     """
+
+    shutdown_timeout_s = 30.0
+    """How long :meth:`shutdown` waits for the export process to send what it holds."""
 
     def __init__(
         self,
@@ -84,6 +105,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         max_queue_size: int | None = None,
         schedule_delay_millis: int | None = None,
         max_export_batch_size: int | None = None,
+        export_process: bool = False,
     ) -> None:
         if not getattr(exporter, "encodes_batches", False):
             raise TypeError(
@@ -100,15 +122,26 @@ class OtlpBatchSpanProcessor(SpanProcessor):
             raise ValueError("queue size, schedule delay and batch size must be positive")
         if self.max_export_batch_size > self.max_queue_size:
             raise ValueError("max_export_batch_size must not be greater than max_queue_size")
+        if export_process and getattr(exporter, "arguments", None) is None:
+            raise TypeError(
+                "export_process=True needs an exporter the export process can make again: "
+                "tether_otel.otlp.OTLPSpanExporter made without a session, a transport or a "
+                "meter provider."
+            )
+        self.export_process = export_process
+        """Whether batches go to an export process (``False`` once it failed)."""
+        self._process: ExportProcess | None = None
         self.exporter = exporter
         self.encoder = Encoder()
         self.dropped = 0
         """Spans dropped because the queue was full."""
         self._groups: list[tuple[Any, Any]] = []
         """(resource, scope) pairs, by the index the queue's entries carry."""
+        self._heads: list[GroupHead] = []
+        """Their encoding, by the same index."""
         self._group_index: dict[tuple[int, int], int] = {}
         self._groups_lock = threading.Lock()
-        self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._queue: collections.deque[tuple[int, bytes | SpanRecord]] = collections.deque()
         self._shutdown = False
         self._start_worker()
         if hasattr(os, "register_at_fork"):
@@ -118,6 +151,9 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 processor = this()
                 if processor is not None:
                     processor._queue.clear()
+                    if processor._process is not None:  # the parent's, not this one's
+                        processor._process.abandon()
+                        processor._process = None
                     processor._start_worker()
 
             os.register_at_fork(after_in_child=after_fork_in_child)
@@ -143,13 +179,14 @@ class OtlpBatchSpanProcessor(SpanProcessor):
             encoded = sdk_span_message(span)
         self.append(span.resource, span.instrumentation_scope or None, encoded)
 
-    def append(self, resource: Any, scope: Any, encoded: bytes) -> None:
-        """Queue one finished, sampled span, already encoded as a ``Span`` message
-        (:meth:`~tether_otel.otlp.Encoder.parts`), of ``resource`` and ``scope``."""
+    def append(self, resource: Any, scope: Any, span: bytes | SpanRecord) -> None:
+        """Queue one finished, sampled span of ``resource`` and ``scope``: encoded as a
+        ``Span`` message already (:meth:`~tether_otel.otlp.Encoder.parts`), or as a
+        :data:`~tether_otel.otlp.SpanRecord` (nothing in it may change afterwards)."""
         index = self._group_index.get((id(resource), id(scope)))
-        self.append_to(self.group(resource, scope) if index is None else index, encoded)
+        self.append_to(self.group(resource, scope) if index is None else index, span)
 
-    def append_to(self, group: int, encoded: bytes) -> None:
+    def append_to(self, group: int, span: bytes | SpanRecord) -> None:
         """:meth:`append` for the (resource, scope) pair :meth:`group` numbered ``group``."""
         if self._shutdown:
             return
@@ -164,7 +201,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                     self.dropped,
                 )
             return
-        queue.append((group, encoded))
+        queue.append((group, span))
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
             self._wake.set()
 
@@ -174,6 +211,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
             key = (id(resource), id(scope))
             index = self._group_index.get(key)
             if index is None:
+                self._heads.append(self.encoder.head(resource, scope))
                 self._groups.append((resource, scope))  # kept alive: its id stays unique
                 index = self._group_index[key] = len(self._groups) - 1
             return index
@@ -191,11 +229,20 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         """Export everything waiting, in requests of at most ``max_export_batch_size``."""
         with self._export_lock:
             queue = self._queue
-            groups = self._groups
+            heads = self._heads
+            encoder = self.encoder
             while queue:
                 count = min(len(queue), self.max_export_batch_size)
                 batch = [queue.popleft() for _ in range(count)]
-                data = self.encoder.assemble((*groups[index], encoded) for index, encoded in batch)
+                if self.export_process and self._to_process(batch):
+                    continue
+                data = assemble_heads(
+                    (
+                        heads[group],
+                        span if isinstance(span, bytes) else encode_record(encoder, span),
+                    )
+                    for group, span in batch
+                )
                 # Instrumented HTTP clients must not trace the export itself (as the SDK's
                 # batch processor does: a span per export would be exported in turn).
                 token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
@@ -206,12 +253,59 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 finally:
                     detach(token)
 
+    def _to_process(self, batch: list[tuple[int, bytes | SpanRecord]]) -> bool:
+        """Hand ``batch`` to the export process (started on first use); ``False`` when
+        there is none to take it, and then there will be none from now on."""
+        from .export_process import ExportProcess, ExportProcessGone
+
+        try:
+            if self._process is None:
+                self._process = ExportProcess(self.exporter.arguments or {})
+            try:
+                self._process.send(self._heads, batch)
+            except ValueError:  # a value marshal cannot carry: encode the batch here
+                encoder = self.encoder
+                encoded = [
+                    (group, span if isinstance(span, bytes) else encode_record(encoder, span))
+                    for group, span in batch
+                ]
+                self._process.send(self._heads, encoded)  # type: ignore[arg-type]
+        except ExportProcessGone as exc:
+            self._lose_process(exc)
+            return False
+        return True
+
+    def _lose_process(self, reason: BaseException) -> None:
+        _logger.warning("%s; exporting spans from this process from now on.", reason)
+        self.export_process = False
+        process, self._process = self._process, None
+        if process is not None:
+            process.close(timeout_s=1.0)
+
+    def send_waiting(self) -> None:
+        """Send every span waiting now on its way: export it from this thread, or write it
+        to the export process without waiting for that to export it (:meth:`force_flush`
+        waits)."""
+        if not self._shutdown:
+            self._export()
+
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Export every span waiting now (the exporter's own timeout bounds each request)."""
+        """Export every span waiting now (the exporter's own timeout bounds each request;
+        with an export process, wait at most ``timeout_millis`` for it to send them)."""
         if self._shutdown:
             return False
         self._export()
-        return True
+        with self._export_lock:
+            process = self._process
+            if process is None:
+                return True
+            from .export_process import ExportProcessGone
+
+            try:
+                return process.flush(timeout_millis / 1e3)
+            except ExportProcessGone as exc:
+                self._lose_process(exc)
+                return False
 
     def shutdown(self) -> None:
         """Export what is waiting, stop the export thread and shut the exporter down."""
@@ -221,4 +315,8 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         self._wake.set()
         self._worker.join(timeout=self.schedule_delay + 30)
         self._export()
+        with self._export_lock:
+            process, self._process = self._process, None
+        if process is not None:
+            process.close(self.shutdown_timeout_s)
         self.exporter.shutdown()  # type: ignore[no-untyped-call]

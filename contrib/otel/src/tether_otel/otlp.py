@@ -18,13 +18,13 @@ from __future__ import annotations
 import struct
 import types
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import (
     encode_spans as sdk_encode_spans,
 )
 from opentelemetry.exporter.otlp.proto.http import trace_exporter as _sdk_module
-from opentelemetry.trace import SpanKind, Status
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -33,8 +33,11 @@ __all__ = [
     "UNENCODABLE",
     "EncodedBatch",
     "Encoder",
+    "GroupHead",
     "OTLPSpanExporter",
+    "SpanRecord",
     "Unsupported",
+    "assemble_heads",
     "encode_spans",
     "sdk_span_message",
 ]
@@ -66,8 +69,44 @@ class Unsupported(Exception):
     """A value the fast encoder leaves to the SDK's encoder."""
 
 
-UNENCODABLE = (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyError)
+UNENCODABLE = (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyError, ValueError)
 """What the fast encoder raises for a span it leaves to the SDK's encoder."""
+
+SpanRecord = tuple[
+    int,  # trace id
+    int,  # span id
+    int,  # parent span id (0: none)
+    bool,  # the parent is remote
+    str,  # name
+    int,  # kind (SpanKind's value)
+    int,  # start time (ns since the epoch)
+    int,  # end time
+    "Mapping[str, Any] | None",  # attributes shared by many spans (see Encoder.fixed)
+    "Mapping[str, Any]",  # the span's own attributes
+    "Sequence[tuple[str, Mapping[str, Any], int]]",  # events: (name, attributes, time)
+    "tuple[int, str] | None",  # status code's value and description; None: unset
+]
+"""A finished, sampled span as plain values: what tether-otel's spans are queued as
+until they are encoded (:meth:`Encoder.record`), on the export thread or in the export
+process (plain values cross a pipe as they are)."""
+
+_SPAN_KINDS = {kind.value: kind for kind in SpanKind}
+_UNSET = Status(StatusCode.UNSET)
+
+
+class GroupHead(NamedTuple):
+    """The encoded resource and instrumentation scope of a group of spans, as
+    :func:`assemble_heads` nests them; spans with equal keys share a ``ResourceSpans``
+    (resource) and a ``ScopeSpans`` (scope)."""
+
+    resource_key: int
+    resource: bytes
+    """The ``resource`` field of a ``ResourceSpans`` message."""
+    resource_schema_url: str
+    scope_key: int
+    scope: bytes
+    """The ``scope`` field of a ``ScopeSpans`` message."""
+    scope_schema_url: str
 
 
 def _varint(n: int) -> bytes:
@@ -354,15 +393,57 @@ class Encoder:
         return b"".join([_field(b"\x5a", self.event(event)) for event in events])
 
     def event(self, event: Any) -> bytes:
+        return self._event(event.name, event.attributes, event.timestamp, event.dropped_attributes)
+
+    def _event(
+        self, name: str, attributes: Mapping[str, Any] | None, timestamp: int, dropped: int = 0
+    ) -> bytes:
         out = []
-        if event.timestamp:
-            out.append(b"\x09" + _FIXED64(event.timestamp))
-        if event.name:
-            out.append(_field(b"\x12", event.name.encode()))
-        out.append(self.attributes(b"\x1a", event.attributes))
-        if event.dropped_attributes:
-            out.append(b"\x20" + _varint(event.dropped_attributes))
+        if timestamp:
+            out.append(b"\x09" + _FIXED64(timestamp))
+        if name:
+            out.append(_field(b"\x12", name.encode()))
+        out.append(self.attributes(b"\x1a", attributes))
+        if dropped:
+            out.append(b"\x20" + _varint(dropped))
         return b"".join(out)
+
+    def record(self, record: SpanRecord) -> bytes:
+        """One ``Span`` message for a :data:`SpanRecord` (raises one of
+        :data:`UNENCODABLE` for a value it leaves to the SDK's encoder: see
+        :func:`encode_record`)."""
+        (trace_id, span_id, parent_id, remote, name, kind, start, end) = record[:8]
+        fixed, attributes, events, status = record[8:]
+        encoded = self.attributes(b"\x4a", attributes)
+        if fixed:
+            encoded = self.fixed(fixed) + encoded
+        encoded_events = (
+            b"".join([_field(b"\x5a", self._event(*event)) for event in events]) if events else b""
+        )
+        return self.parts(
+            trace_id,
+            span_id,
+            parent_id,
+            remote,
+            name,
+            _SPAN_KINDS[kind],
+            start,
+            end,
+            encoded,
+            encoded_events,
+            _UNSET if status is None else Status(StatusCode(status[0]), status[1] or None),
+        )
+
+    def head(self, resource: Any, scope: Any) -> GroupHead:
+        """The :class:`GroupHead` of the spans of ``resource`` and ``scope``."""
+        return GroupHead(
+            id(resource),
+            self.resource(resource),
+            resource.schema_url or "",
+            id(scope),
+            self.scope(scope),
+            (scope.schema_url or "") if scope is not None else "",
+        )
 
     def link(self, link: Any) -> bytes:
         context = link.context
@@ -388,28 +469,42 @@ class Encoder:
         """The serialized ``ExportTraceServiceRequest`` of already encoded spans, given as
         (resource, instrumentation scope, ``Span`` message), grouped as :meth:`request`
         groups them."""
-        groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
+        heads: dict[tuple[int, int], GroupHead] = {}
+        entries = []
         for resource, scope, encoded in spans:
-            group = groups.get(id(resource))
-            if group is None:
-                group = groups[id(resource)] = (resource, {})
-            entry = group[1].get(id(scope))
-            if entry is None:
-                entry = group[1][id(scope)] = (scope, [])
-            n = len(encoded)
-            entry[1].append(b"\x12" + (_SMALL[n] if n < 0x80 else _varint(n)) + encoded)
-        out = []
-        for resource, scopes in groups.values():
-            body = [self.resource(resource)]
-            for scope, encoded_spans in scopes.values():
-                scope_spans = self.scope(scope) + b"".join(encoded_spans)
-                if scope is not None and scope.schema_url:
-                    scope_spans += _field(b"\x1a", scope.schema_url.encode())
-                body.append(_field(b"\x12", scope_spans))
-            if resource.schema_url:
-                body.append(_field(b"\x1a", resource.schema_url.encode()))
-            out.append(_field(b"\x0a", b"".join(body)))
-        return b"".join(out)
+            head = heads.get((id(resource), id(scope)))
+            if head is None:
+                head = heads[id(resource), id(scope)] = self.head(resource, scope)
+            entries.append((head, encoded))
+        return assemble_heads(entries)
+
+
+def assemble_heads(spans: Iterable[tuple[GroupHead, bytes]]) -> bytes:
+    """The serialized ``ExportTraceServiceRequest`` of encoded ``Span`` messages, each
+    given with the head of its group: grouped by resource, then by scope, in order of
+    first appearance (as the SDK does)."""
+    groups: dict[int, tuple[GroupHead, dict[int, tuple[GroupHead, list[bytes]]]]] = {}
+    for head, encoded in spans:
+        group = groups.get(head.resource_key)
+        if group is None:
+            group = groups[head.resource_key] = (head, {})
+        entry = group[1].get(head.scope_key)
+        if entry is None:
+            entry = group[1][head.scope_key] = (head, [])
+        n = len(encoded)
+        entry[1].append(b"\x12" + (_SMALL[n] if n < 0x80 else _varint(n)) + encoded)
+    out = []
+    for head, scopes in groups.values():
+        body = [head.resource]
+        for scope_head, encoded_spans in scopes.values():
+            scope_spans = scope_head.scope + b"".join(encoded_spans)
+            if scope_head.scope_schema_url:
+                scope_spans += _field(b"\x1a", scope_head.scope_schema_url.encode())
+            body.append(_field(b"\x12", scope_spans))
+        if head.resource_schema_url:
+            body.append(_field(b"\x1a", head.resource_schema_url.encode()))
+        out.append(_field(b"\x0a", b"".join(body)))
+    return b"".join(out)
 
 
 def _status(status: Any) -> bytes:
@@ -448,6 +543,38 @@ def sdk_span_message(span: ReadableSpan) -> bytes:
     request = sdk_encode_spans([span])
     encoded: bytes = request.resource_spans[0].scope_spans[0].spans[0].SerializePartialToString()
     return encoded
+
+
+def encode_record(encoder: Encoder, record: SpanRecord) -> bytes:
+    """One ``Span`` message for ``record``: :meth:`Encoder.record`, or the SDK's encoder
+    for a value the fast encoder leaves to it."""
+    try:
+        return encoder.record(record)
+    except UNENCODABLE:
+        return sdk_span_message(record_span(record))
+
+
+def record_span(record: SpanRecord, resource: Any = None, scope: Any = None) -> ReadableSpan:
+    """The SDK span a :data:`SpanRecord` stands for."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+
+    (trace_id, span_id, parent_id, remote, name, kind, start, end) = record[:8]
+    fixed, attributes, events, status = record[8:]
+    flags = TraceFlags(TraceFlags.SAMPLED)
+    return ReadableSpan(
+        name=name,
+        context=SpanContext(trace_id, span_id, False, flags),
+        parent=SpanContext(trace_id, parent_id, remote, flags) if parent_id else None,
+        resource=resource if resource is not None else Resource.get_empty(),
+        attributes={**fixed, **attributes} if fixed else dict(attributes),
+        events=[Event(n, dict(a), t) for n, a, t in events],
+        kind=_SPAN_KINDS[kind],
+        status=_UNSET if status is None else Status(StatusCode(status[0]), status[1] or None),
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=scope,
+    )
 
 
 _ENCODER = Encoder()
@@ -490,6 +617,49 @@ class OTLPSpanExporter(_sdk_module.OTLPSpanExporter):
     variables) with the faster encoder of this module."""
 
     _fast = _fast_export()
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        certificate_file: str | None = None,
+        client_key_file: str | None = None,
+        client_certificate_file: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        compression: Any = None,
+        session: Any = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(
+            endpoint,
+            certificate_file,
+            client_key_file,
+            client_certificate_file,
+            headers,
+            timeout,
+            compression,
+            session,
+            **options,
+        )
+        portable = session is None and set(options) <= {"max_request_size"}
+        self.arguments: dict[str, Any] | None = (
+            {
+                "endpoint": endpoint,
+                "certificate_file": certificate_file,
+                "client_key_file": client_key_file,
+                "client_certificate_file": client_certificate_file,
+                "headers": dict(headers) if headers is not None else None,
+                "timeout": timeout,
+                "compression": getattr(compression, "value", compression),
+                **options,
+            }
+            if portable
+            else None
+        )
+        """The arguments this exporter was made with, as plain values, for an export
+        process to make its own from (with the same ``OTEL_EXPORTER_OTLP_*`` variables);
+        ``None`` when one of them cannot leave this process (a session, a transport, a
+        meter provider). They may hold secrets (headers): never log them."""
 
     def export(self, spans: Sequence[ReadableSpan] | EncodedBatch) -> Any:
         """Export ``spans``, or a batch :class:`~tether_otel.batch.OtlpBatchSpanProcessor`

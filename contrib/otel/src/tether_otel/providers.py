@@ -112,7 +112,9 @@ def _sdk_providers(
     if span_exporter.encodes_batches:
         from .batch import OtlpBatchSpanProcessor
 
-        tracer_provider.add_span_processor(OtlpBatchSpanProcessor(span_exporter))
+        tracer_provider.add_span_processor(
+            OtlpBatchSpanProcessor(span_exporter, export_process=settings.export_process)
+        )
     else:
         tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
     if settings.metrics:

@@ -9,9 +9,9 @@ processor (batching, export) when it ends: a few microseconds (a span whose star
 end are both known, a model call, is written in one step). When that processor is the
 provider's only one and is tether-otel's
 :class:`~tether_otel.batch.OtlpBatchSpanProcessor` (what ``[observers.otel]`` builds),
-the span is encoded straight to OTLP bytes from its parts instead, with no span object at
-all. Sampling follows the provider's sampler for a run without a parent and the parent's
-decision otherwise.
+the span is queued as a :data:`~tether_otel.otlp.SpanRecord` of its parts instead, with no
+span object at all, and encoded where the batch is exported. Sampling follows the
+provider's sampler for a run without a parent and the parent's decision otherwise.
 
 Attributes may come in two mappings: ``fixed``, shared by many spans (the same object
 each time, never changed once used: a run's model and provider, a tool's name), whose
@@ -34,6 +34,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 __all__ = ["ApiSpanWriter", "OpenSpan", "SdkSpanWriter", "SpanWriter", "writer_for"]
+
+_KIND_VALUES = {kind: kind.value for kind in SpanKind}
 
 
 class OpenSpan(Protocol):
@@ -171,10 +173,8 @@ class SdkSpanWriter:
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         from .batch import OtlpBatchSpanProcessor
-        from .otlp import UNENCODABLE
 
         self.processor = tracer.span_processor
-        self._unencodable = UNENCODABLE
         self._direct_type = OtlpBatchSpanProcessor
         self._seen: object = None
         self._direct: OtlpBatchSpanProcessor | None = None
@@ -263,36 +263,34 @@ class SdkSpanWriter:
         end_time: int,
         fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        """Hand one finished, sampled span to the provider's span processor (encoded
-        from its parts, when that is an :class:`~tether_otel.batch.OtlpBatchSpanProcessor`
-        alone)."""
+        """Hand one finished, sampled span to the provider's span processor (as a
+        :data:`~tether_otel.otlp.SpanRecord`, when that is an
+        :class:`~tether_otel.batch.OtlpBatchSpanProcessor` alone)."""
         processors = getattr(self.processor, "_span_processors", None)
         if processors is not self._seen:
             self._find_direct(processors)
         direct = self._direct
         if direct is not None:
-            encoder = direct.encoder
-            try:
-                encoded = encoder.parts(
+            direct.append_to(
+                self._direct_group,
+                (
                     trace_id,
                     span_id,
                     parent.span_id if parent is not None else 0,
                     type(parent) is not _SdkSpan and parent is not None and parent.is_remote,  # type: ignore[union-attr]
                     name,
-                    kind,
+                    _KIND_VALUES[kind],
                     start_time,
                     end_time,
-                    (encoder.fixed(fixed) + encoder.attributes(b"\x4a", attributes))
-                    if fixed
-                    else encoder.attributes(b"\x4a", attributes),
-                    encoder.events(events) if events else b"",
-                    status,
-                )
-            except self._unencodable:
-                pass  # a value the fast encoder leaves to the SDK's: through a span object
-            else:
-                direct.append_to(self._direct_group, encoded)
-                return
+                    fixed,
+                    attributes,
+                    [(e.name, e.attributes, e.timestamp) for e in events] if events else (),
+                    None
+                    if status is self.unset or status.status_code is StatusCode.UNSET
+                    else (status.status_code.value, status.description or ""),
+                ),
+            )
+            return
         if fixed:
             attributes = {**fixed, **attributes}
         self.processor.on_end(
@@ -312,7 +310,7 @@ class SdkSpanWriter:
         )
 
     def _find_direct(self, processors: Any) -> None:
-        """Note the provider's only span processor if it takes encoded spans (``None``
+        """Note the provider's only span processor if it takes span records (``None``
         otherwise); called again whenever the provider's processors change."""
         self._seen = processors
         only = processors[0] if processors and len(processors) == 1 else None
