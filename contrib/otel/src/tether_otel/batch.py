@@ -128,8 +128,9 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 "tether_otel.otlp.OTLPSpanExporter made without a session, a transport or a "
                 "meter provider."
             )
-        self.export_process = export_process
-        """Whether batches go to an export process (``False`` once it failed)."""
+        self.export_process = export_process and os.name == "posix"
+        """Whether batches go to an export process (never on Windows, where the thread
+        exports; ``False`` once the process failed)."""
         self._process: ExportProcess | None = None
         self.exporter = exporter
         self.encoder = Encoder()

@@ -50,6 +50,7 @@ _logger = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct("<I")
 _MAX_FRAME = 1 << 30
+_PIPE_SIZE = 1 << 20
 
 
 class ExportProcessGone(Exception):
@@ -77,6 +78,7 @@ class ExportProcess:
             raise ExportProcessGone(f"the export process did not start: {exc}") from exc
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin = self._process.stdin.fileno()
+        _widen(self._stdin)
         self._stdout = self._process.stdout
         self._heads: set[int] = set()
         self._flushes = 0
@@ -172,6 +174,20 @@ class ExportProcess:
                 raise ExportProcessGone("the export process closed its output")
             data += chunk
         return data
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe hold several batches (1 MiB where Linux allows it; 64 KiB is the
+    usual default, about one batch), so that a writer does not wait for a child busy
+    exporting the batch before."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux
+    if set_size is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, set_size, _PIPE_SIZE)
 
 
 def _frame(message: Any) -> bytes:
