@@ -13,6 +13,8 @@ import pytest
 import tether
 from tether.config import Config
 from tether.errors import DuplicateComponentError, UnknownProviderError
+from tether.events import ToolStart
+from tether.observe import current_run
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
 from tether.testing import Reply, ScriptedProvider, call
@@ -279,3 +281,64 @@ async def test_event_observers_see_every_event_and_cannot_break_a_run() -> None:
     result = await agent.run("x")
     assert result.ok
     assert seen == ["RunStart", "TurnEnd", "ToolStart", "ToolEnd", "TextDelta", "TurnEnd", "Done"]
+
+
+class FlakyObserver:
+    """An observer object (its ``__call__`` is what the core calls) that records which
+    run each event belongs to and fails on tool calls."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+
+    def __call__(self, event: object) -> None:
+        run = current_run()
+        self.seen.append((type(event).__name__, run.run_id if run is not None else None))
+        if isinstance(event, ToolStart):
+            raise RuntimeError("observer bug")
+
+
+async def test_a_lone_observer_object_sees_its_runs_events_and_its_errors_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    observer = FlakyObserver()
+    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
+    agent = tether.Agent(
+        provider,
+        tools=[shout],
+        config=Config(),
+        plugins=[
+            plugin_module(
+                "obs", register_observers=lambda observers: observers.add("flaky", observer)
+            )
+        ],
+    )
+    with caplog.at_level("ERROR", logger="tether.observers"):
+        result = await agent.run("x")
+    assert result.ok and current_run() is None
+    assert observer.seen == [
+        (name, result.run_id)
+        for name in ("RunStart", "TurnEnd", "ToolStart", "ToolEnd", "TextDelta", "TurnEnd", "Done")
+    ]
+    (record,) = caplog.records
+    assert "FlakyObserver" in record.getMessage() and record.exc_info is not None
+
+
+async def test_observers_learn_that_a_run_was_abandoned_by_its_consumer() -> None:
+    seen: list[object] = []
+    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
+    agent = tether.Agent(
+        provider,
+        tools=[shout],
+        config=Config(),
+        plugins=[
+            plugin_module(
+                "obs", register_observers=lambda observers: observers.add("rec", seen.append)
+            )
+        ],
+    )
+    stream = agent.stream("x")
+    async for event in stream:
+        if isinstance(event, ToolStart):
+            break
+    await stream.aclose()
+    assert [type(e).__name__ for e in seen] == ["RunStart", "TurnEnd", "ToolStart", "RunAborted"]

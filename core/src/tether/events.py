@@ -328,9 +328,14 @@ def notify(observers: Iterable[Callable[[RunEvent], None]], event: RunEvent) -> 
         try:
             observer(event)
         except Exception:
-            import logging
+            observer_failed(observer)
 
-            logging.getLogger("tether.observers").exception("event observer %r raised", observer)
+
+def observer_failed(observer: Callable[[RunEvent], None]) -> None:
+    """Log the exception being handled, raised by ``observer``, on ``tether.observers``."""
+    import logging
+
+    logging.getLogger("tether.observers").exception("event observer %r raised", observer)
 
 
 def event_to_dict(event: RunEvent) -> dict[str, Any]:

@@ -24,10 +24,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .events import Done, RunAborted
-from .events import notify as notify_each
+from .events import Done, RunAborted, observer_failed
 from .tool_execution import ToolExecutor
 
 if TYPE_CHECKING:
@@ -97,22 +97,12 @@ def run_start(settings: RunSettings, session_id: str) -> RunStart:
     )
 
 
-def notify(run: RunStart, observers: Sequence[Callable[[Any], None]], event: Any) -> None:
-    """Give ``event`` to each observer (:func:`tether.events.notify`) while
-    :func:`current_run` is ``run``."""
-    token = _CURRENT_RUN.set(run)
-    try:
-        notify_each(observers, event)
-    finally:
-        _CURRENT_RUN.reset(token)
-
-
 class RunObservation:
     """Hands one run's events to its observers (with :func:`current_run` set), and, used
     as a context manager around the run, a :class:`~tether.events.RunAborted` when the run
     is left by an exception (or the consumer stopped iterating) before ``Done``."""
 
-    __slots__ = ("done", "elapsed", "observers", "start")
+    __slots__ = ("_calls", "done", "elapsed", "observers", "start")
 
     def __init__(
         self,
@@ -122,11 +112,24 @@ class RunObservation:
     ) -> None:
         self.start = start
         self.observers = observers
+        self._calls = tuple(_direct_call(observer) for observer in observers)
         self.elapsed = elapsed
         self.done = False
 
-    def __call__(self, event: Any) -> None:
-        notify(self.start, self.observers, event)
+    def notify(self, event: Any) -> None:
+        """Give ``event`` to each observer in turn while :func:`current_run` is this run's
+        start. An observer that raises is logged on the ``tether.observers`` logger and
+        skipped: observers never break a run (:func:`tether.events.notify`, inlined: this
+        runs for every event of every observed run)."""
+        token = _CURRENT_RUN.set(self.start)
+        try:
+            for observer in self._calls:
+                try:
+                    observer(event)
+                except Exception:
+                    observer_failed(observer)
+        finally:
+            _CURRENT_RUN.reset(token)
         if type(event) is Done:
             self.done = True
 
@@ -135,7 +138,17 @@ class RunObservation:
 
     def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
         if error is not None and self.observers and not self.done:
-            notify(self.start, self.observers, RunAborted(error, self.elapsed()))
+            self.notify(RunAborted(error, self.elapsed()))
+
+
+def _direct_call(observer: Callable[[Any], None]) -> Callable[[Any], None]:
+    """What to call to notify ``observer``: the bound ``__call__`` of an instance of a
+    class defining it in Python (calling that skips the lookup each call of the instance
+    makes), else ``observer`` itself."""
+    call: object = type(observer).__call__
+    if isinstance(call, FunctionType):
+        return MethodType(call, observer)
+    return observer
 
 
 def tool_scopes(observers: Sequence[Any]) -> tuple[Callable[[ToolCallInfo], Any], ...]:

@@ -126,9 +126,10 @@ class Run(RunAccounts):
         with one_run_at_a_time(self.session), self.scope, observation:
             self.guard.start()
             async with contextlib.aclosing(self._loop()) as loop:
+                notify = observation.notify if observation.observers else None
                 async for event in loop:
-                    if observation.observers:
-                        observation(event)
+                    if notify is not None:
+                        notify(event)
                     yield event
 
     # -- the loop ----------------------------------------------------------------------------
