@@ -13,16 +13,20 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from contextvars import ContextVar, Token
 from typing import Any
 
 import pytest
 from opentelemetry import propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.context.context import _RuntimeContext
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 import tether
@@ -410,3 +414,99 @@ async def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(
         "execute_tool add",
     }
     assert research.attributes["tether.tool.outcome"] == "ok"
+
+
+class CountingIds(RandomIdGenerator):
+    """Span ids 1, 2, 3, ... (a subclass of the SDK's default generator, so the writer
+    must still ask it)."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def generate_span_id(self) -> int:
+        self.last += 1
+        return self.last
+
+
+async def test_span_ids_come_from_the_providers_id_generator() -> None:
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider(id_generator=CountingIds())
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
+    plugin = OtelPlugin(tracer_provider=tracer_provider)
+    await tether.Agent(provider, tools=[add], config=Config(), plugins=[plugin]).run("go")
+    ids = sorted(s.context.span_id for s in spans.get_finished_spans())
+    assert ids == [1, 2, 3, 4]  # the run, two chat spans, the tool call
+
+
+async def test_a_drawn_span_id_of_zero_is_replaced_by_a_valid_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tether_otel.spans
+
+    monkeypatch.setattr(tether_otel.spans, "getrandbits", lambda bits: 0)
+    telemetry = Telemetry()
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
+    await tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin]).run("go")
+    spans = telemetry.finished()
+    telemetry.close()
+    assert len(spans) == 4 and all(0 < s.context.span_id < 2**64 for s in spans)
+    assert len({s.context.span_id for s in spans}) == 4
+
+
+class WrappedRuntimeContext(_RuntimeContext):
+    """A runtime context that is not the standard one (the observer must then go through
+    ``attach`` and ``detach``)."""
+
+    def __init__(self) -> None:
+        self.var: ContextVar[Context] = ContextVar("wrapped")
+        self.var.set(Context())
+        self.attached: list[Context] = []
+
+    def attach(self, context: Context) -> Token[Context]:
+        self.attached.append(context)
+        return self.var.set(context)
+
+    def get_current(self) -> Context:
+        return self.var.get()
+
+    def detach(self, token: Token[Context]) -> None:
+        self.var.reset(token)
+
+
+@pytest.mark.parametrize("runtime", ["standard", "other"])
+async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
+    runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import opentelemetry.context
+
+    wrapped = WrappedRuntimeContext()
+    if runtime == "other":
+        monkeypatch.setattr(opentelemetry.context, "_RUNTIME_CONTEXT", wrapped)
+    telemetry = Telemetry()
+    tracer = telemetry.tracer_provider.get_tracer("app")
+    seen: list[trace.Span] = []
+
+    @tether.tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        seen.append(trace.get_current_span())
+        with tracer.start_as_current_span("app lookup"):
+            pass
+        return key
+
+    provider = ScriptedProvider([Reply(tool_calls=[call("lookup", key="k")]), Reply(text="k")])
+    agent = tether.Agent(provider, tools=[lookup], config=Config(), plugins=[telemetry.plugin])
+    with tracer.start_as_current_span("request") as request:
+        await agent.run("go")
+        assert trace.get_current_span() is request  # restored after the tool's body
+    spans = telemetry.finished()
+    telemetry.close()
+    (tool,) = by_name(spans, "execute_tool lookup")
+    (app,) = by_name(spans, "app lookup")
+    (current,) = seen
+    assert not current.is_recording()
+    assert current.get_span_context() == tool.context
+    assert parent_of(app, spans) is tool
+    attached_spans = [trace.get_current_span(c).get_span_context() for c in wrapped.attached]
+    assert (tool.context in attached_spans) is (runtime == "other")

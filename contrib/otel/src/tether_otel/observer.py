@@ -24,12 +24,15 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import attach, detach
+from opentelemetry.context import Context, attach, detach
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import SpanContext, SpanKind
 
 from tether.events import (
@@ -44,6 +47,7 @@ from tether.events import (
     ToolStart,
     TurnEnd,
 )
+from tether.messages import StopReason
 from tether.observe import ToolCallInfo, current_run
 from tether.scrub import scrub
 
@@ -59,22 +63,53 @@ __all__ = ["MAX_CONTENT", "OtelObserver"]
 MAX_CONTENT = 8192
 """Characters kept of any captured content attribute."""
 
+_FINISH_REASONS = {reason: (reason.value,) for reason in StopReason}
+"""``gen_ai.response.finish_reasons`` by stop reason."""
+_CLIENT = SpanKind.CLIENT
+_INTERNAL = SpanKind.INTERNAL
+
 
 class _Current:
-    """Makes a span current for a ``with`` block (a lighter ``trace.use_span``)."""
+    """Makes a span current for a ``with`` block (a lighter ``trace.use_span``).
 
-    __slots__ = ("span", "token")
+    Given OpenTelemetry's context variable and the key of the current span in its
+    contexts (:func:`_direct_context`), it sets a context with the span there directly —
+    what ``attach(set_span_in_context(span))`` and ``detach`` do with the standard runtime
+    context, without their calls; given ``None``, it goes through them."""
 
-    def __init__(self, span: trace.Span) -> None:
+    __slots__ = ("direct", "span", "token")
+
+    def __init__(self, span: trace.Span, direct: tuple[ContextVar[Context], str] | None) -> None:
         self.span = span
-        self.token: object = None
+        self.direct = direct
+        self.token: Any = None
 
     def __enter__(self) -> trace.Span:
-        self.token = attach(trace.set_span_in_context(self.span))
+        direct = self.direct
+        if direct is None:
+            self.token = attach(trace.set_span_in_context(self.span))
+        else:
+            var, key = direct
+            self.token = var.set(Context({**var.get(), key: self.span}))
         return self.span
 
     def __exit__(self, *exc: object) -> None:
-        detach(self.token)  # type: ignore[arg-type]
+        if self.direct is None:
+            detach(self.token)
+        else:
+            self.direct[0].reset(self.token)
+
+
+def _direct_context() -> tuple[ContextVar[Context], str] | None:
+    """The context variable holding OpenTelemetry's current context and the key under
+    which ``trace.set_span_in_context`` puts the span, when the runtime context is the
+    standard contextvars one (``None`` for any other, or a span not under one key)."""
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    var = getattr(runtime, "_current_context", None)
+    if type(runtime) is not ContextVarsRuntimeContext or not isinstance(var, ContextVar):
+        return None
+    keys = list(trace.set_span_in_context(trace.INVALID_SPAN, Context()))
+    return (var, keys[0]) if len(keys) == 1 else None
 
 
 def _cut(text: str) -> str:
@@ -122,6 +157,7 @@ class OtelObserver:
             Instruments.create(meter_provider, package_version) if meter_provider else None
         )
         self.capture_content = capture_content
+        self._direct_context = _direct_context()
         self._runs: dict[str, _Run] = {}
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
         """Span name and fixed attributes of each tool's spans, by tool name."""
@@ -138,22 +174,20 @@ class OtelObserver:
 
     # -- dispatch ---------------------------------------------------------------------------
     def __call__(self, event: Any) -> None:
-        kind = type(event)
-        if kind is TextDelta:
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            start = current_run()  # _current(), inlined: this runs for every event
+            if start is not None:
+                run = self._runs.get(start.run_id)
+                if run is not None:
+                    handler(run, event)
+        elif type(event) is TextDelta:
             if self.capture_content:
                 run = self._current()
                 if run is not None:
                     run.text.append(event.text)
-            return
-        if kind is RunStart:
+        elif type(event) is RunStart:
             self._start(event)
-            return
-        handler = self._handlers.get(kind)
-        if handler is not None:
-            start = current_run()  # _current(), inlined: this runs for every event
-            run = self._runs.get(start.run_id) if start is not None else None
-            if run is not None:
-                handler(run, event)
 
     def _current(self) -> _Run | None:
         start = current_run()
@@ -165,7 +199,7 @@ class OtelObserver:
         span = run.tools.get(call.call_id) if run is not None else None
         if span is None:
             return None
-        return _Current(span.current())
+        return _Current(span.current(), self._direct_context)
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:
@@ -278,7 +312,7 @@ class OtelObserver:
         if chat is None:
             chat = run.chats[event.model] = _chat_attributes(run, event.model)
         attributes: dict[str, Any] = {
-            "gen_ai.response.finish_reasons": (event.stop_reason.value,),
+            "gen_ai.response.finish_reasons": _FINISH_REASONS[event.stop_reason],
             "gen_ai.usage.input_tokens": usage.input_tokens,
             "gen_ai.usage.output_tokens": usage.output_tokens,
         }
@@ -304,7 +338,7 @@ class OtelObserver:
             )
         self.writer.record(
             run.chat_name,
-            SpanKind.CLIENT,
+            _CLIENT,
             run.span,
             attributes,
             now - int(event.latency * 1e9),
@@ -375,13 +409,13 @@ class OtelObserver:
             if len(self._tools) >= 1024:
                 self._tools.clear()
             tool = self._tools[name] = (f"execute_tool {name}", _tool_attributes(name))
-        return self.writer.open(tool[0], SpanKind.INTERNAL, run.span, attributes, None, tool[1])
+        return self.writer.open(tool[0], _INTERNAL, run.span, attributes, None, tool[1])
 
     def _tool_end(self, run: _Run, event: ToolEnd) -> None:
         span = run.tools.pop(event.call_id, None)
         if span is None:  # answered without having started (interrupted before it ran)
             span = self._tool_span(run, event.name, {"gen_ai.tool.call.id": event.call_id})
-        outcome = "interrupted" if event.interrupted else "error" if event.is_error else "ok"
+        outcome = "interrupted" if event.interrupted else "error" if event.result.is_error else "ok"
         span.attributes["tether.tool.outcome"] = outcome
         if outcome != "ok":
             span.attributes["error.type"] = (

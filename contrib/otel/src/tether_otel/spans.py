@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from random import getrandbits
 from typing import Any, Protocol
 
 from opentelemetry import trace
@@ -123,7 +124,7 @@ class _SdkSpan:
         self.name = name
         self.kind = kind
         self.trace_id, self.flags, self.parent = ids
-        self.span_id: int = writer.ids.generate_span_id()
+        self.span_id: int = (writer.random_ids and getrandbits(64)) or writer.ids.generate_span_id()
         self._context: SpanContext | None = None
         self.attributes = attributes
         self.start_time = start_time
@@ -144,7 +145,7 @@ class _SdkSpan:
         self.status = Status(StatusCode.ERROR, description)
 
     def current(self) -> trace.Span:
-        return trace.NonRecordingSpan(self.context)
+        return _CurrentSpan(self)
 
     def end(self, end_time: int | None = None) -> None:
         if self.flags & TraceFlags.SAMPLED:
@@ -165,11 +166,25 @@ class _SdkSpan:
             )
 
 
+class _CurrentSpan(trace.NonRecordingSpan):
+    """An open :class:`_SdkSpan` as the current span (what ``trace.get_current_span()``
+    returns in its scope): a non-recording span whose context is the open span's, built
+    only when asked for (most tool bodies never ask)."""
+
+    def __init__(self, span: _SdkSpan) -> None:  # no context to pass up: it is a property
+        self._span = span
+
+    @property
+    def _context(self) -> SpanContext:  # type: ignore[override]
+        return self._span.context
+
+
 class SdkSpanWriter:
     """Finished spans straight to the span processor of an SDK tracer (see module docs)."""
 
     def __init__(self, tracer: Any, version: str) -> None:
         from opentelemetry.sdk.trace import Event, ReadableSpan
+        from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         from .batch import OtlpBatchSpanProcessor
@@ -181,6 +196,11 @@ class SdkSpanWriter:
         self._direct_group = 0
         self.resource = tracer.resource
         self.ids = tracer.id_generator
+        self.random_ids = type(self.ids) is RandomIdGenerator
+        """The provider's ids come from the SDK's default generator: a new span id is then
+        drawn here, as that generator does, without the call (``(random_ids and
+        getrandbits(64)) or ids.generate_span_id()``: the generator is still asked when
+        the bits are all zero, an invalid id, or ids are not random)."""
         self.sampler = tracer.sampler
         self.scope = InstrumentationScope("tether_otel", version)
         self.event = Event
@@ -217,7 +237,14 @@ class SdkSpanWriter:
         start_time: int | None = None,
         fixed: Mapping[str, Any] | None = None,
     ) -> OpenSpan:
-        ids = self._ids(name, kind, parent, attributes)
+        if type(parent) is _SdkSpan:  # _ids(), inlined for the common case
+            ids: tuple[int, TraceFlags, _SdkSpan | SpanContext | None] = (
+                parent.trace_id,
+                parent.flags,
+                parent,
+            )
+        else:
+            ids = self._ids(name, kind, parent, attributes)
         return _SdkSpan(self, name, kind, ids, attributes, start_time or time.time_ns(), fixed)
 
     def record(
@@ -231,13 +258,17 @@ class SdkSpanWriter:
         events: list[tuple[str, dict[str, Any], int]] | None = None,
         fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
+        parent_of: _SdkSpan | SpanContext | None
+        if type(parent) is _SdkSpan:  # _ids(), inlined for the common case
+            trace_id, flags, parent_of = parent.trace_id, parent.flags, parent
+        else:
+            trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
         if flags & TraceFlags.SAMPLED:
             self.finish(
                 name,
                 kind,
                 trace_id,
-                self.ids.generate_span_id(),
+                (self.random_ids and getrandbits(64)) or self.ids.generate_span_id(),
                 flags,
                 parent_of,
                 attributes,
