@@ -474,9 +474,31 @@ class WrappedRuntimeContext(_RuntimeContext):
         self.var.reset(token)
 
 
+class VendorTracerProvider(trace.TracerProvider):
+    """A tracer provider that is not the SDK's (spans go through the tracer API)."""
+
+    def __init__(self, inner: TracerProvider) -> None:
+        self.inner = inner
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return VendorTracer(self.inner.get_tracer(*args, **kwargs))
+
+
+class VendorTracer(trace.Tracer):
+    def __init__(self, inner: trace.Tracer) -> None:
+        self.inner = inner
+
+    def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+        return self.inner.start_span(*args, **kwargs)
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.start_as_current_span(*args, **kwargs)
+
+
+@pytest.mark.parametrize("provider", ["sdk", "vendor"])
 @pytest.mark.parametrize("runtime", ["standard", "other"])
 async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
-    runtime: str, monkeypatch: pytest.MonkeyPatch
+    runtime: str, provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import opentelemetry.context
 
@@ -484,19 +506,23 @@ async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
     if runtime == "other":
         monkeypatch.setattr(opentelemetry.context, "_RUNTIME_CONTEXT", wrapped)
     telemetry = Telemetry()
+    plugin = telemetry.plugin
+    if provider == "vendor":
+        plugin = OtelPlugin(tracer_provider=VendorTracerProvider(telemetry.tracer_provider))
     tracer = telemetry.tracer_provider.get_tracer("app")
-    seen: list[trace.Span] = []
+    seen: list[tuple[trace.Span, bool]] = []
 
     @tether.tool
     def lookup(key: str) -> str:
         """Look a key up."""
-        seen.append(trace.get_current_span())
+        current = trace.get_current_span()
+        seen.append((current, current.is_recording()))
         with tracer.start_as_current_span("app lookup"):
             pass
         return key
 
-    provider = ScriptedProvider([Reply(tool_calls=[call("lookup", key="k")]), Reply(text="k")])
-    agent = tether.Agent(provider, tools=[lookup], config=Config(), plugins=[telemetry.plugin])
+    replies = ScriptedProvider([Reply(tool_calls=[call("lookup", key="k")]), Reply(text="k")])
+    agent = tether.Agent(replies, tools=[lookup], config=Config(), plugins=[plugin])
     with tracer.start_as_current_span("request") as request:
         await agent.run("go")
         assert trace.get_current_span() is request  # restored after the tool's body
@@ -504,8 +530,8 @@ async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
     telemetry.close()
     (tool,) = by_name(spans, "execute_tool lookup")
     (app,) = by_name(spans, "app lookup")
-    (current,) = seen
-    assert not current.is_recording()
+    ((current, recording),) = seen
+    assert recording is (provider == "vendor")  # the API's own span, or a context holder
     assert current.get_span_context() == tool.context
     assert parent_of(app, spans) is tool
     attached_spans = [trace.get_current_span(c).get_span_context() for c in wrapped.attached]

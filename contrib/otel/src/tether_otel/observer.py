@@ -24,15 +24,11 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import Context, attach, detach
-from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import SpanContext, SpanKind
 
 from tether.events import (
@@ -67,49 +63,6 @@ _FINISH_REASONS = {reason: (reason.value,) for reason in StopReason}
 """``gen_ai.response.finish_reasons`` by stop reason."""
 _CLIENT = SpanKind.CLIENT
 _INTERNAL = SpanKind.INTERNAL
-
-
-class _Current:
-    """Makes a span current for a ``with`` block (a lighter ``trace.use_span``).
-
-    Given OpenTelemetry's context variable and the key of the current span in its
-    contexts (:func:`_direct_context`), it sets a context with the span there directly —
-    what ``attach(set_span_in_context(span))`` and ``detach`` do with the standard runtime
-    context, without their calls; given ``None``, it goes through them."""
-
-    __slots__ = ("direct", "span", "token")
-
-    def __init__(self, span: trace.Span, direct: tuple[ContextVar[Context], str] | None) -> None:
-        self.span = span
-        self.direct = direct
-        self.token: Any = None
-
-    def __enter__(self) -> trace.Span:
-        direct = self.direct
-        if direct is None:
-            self.token = attach(trace.set_span_in_context(self.span))
-        else:
-            var, key = direct
-            self.token = var.set(Context({**var.get(), key: self.span}))
-        return self.span
-
-    def __exit__(self, *exc: object) -> None:
-        if self.direct is None:
-            detach(self.token)
-        else:
-            self.direct[0].reset(self.token)
-
-
-def _direct_context() -> tuple[ContextVar[Context], str] | None:
-    """The context variable holding OpenTelemetry's current context and the key under
-    which ``trace.set_span_in_context`` puts the span, when the runtime context is the
-    standard contextvars one (``None`` for any other, or a span not under one key)."""
-    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
-    var = getattr(runtime, "_current_context", None)
-    if type(runtime) is not ContextVarsRuntimeContext or not isinstance(var, ContextVar):
-        return None
-    keys = list(trace.set_span_in_context(trace.INVALID_SPAN, Context()))
-    return (var, keys[0]) if len(keys) == 1 else None
 
 
 def _cut(text: str) -> str:
@@ -157,7 +110,6 @@ class OtelObserver:
             Instruments.create(meter_provider, package_version) if meter_provider else None
         )
         self.capture_content = capture_content
-        self._direct_context = _direct_context()
         self._runs: dict[str, _Run] = {}
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
         """Span name and fixed attributes of each tool's spans, by tool name."""
@@ -199,7 +151,7 @@ class OtelObserver:
         span = run.tools.get(call.call_id) if run is not None else None
         if span is None:
             return None
-        return _Current(span.current(), self._direct_context)
+        return span.scope()
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:

@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from random import getrandbits
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import Context
+from opentelemetry.context import Context, attach, detach
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 __all__ = ["ApiSpanWriter", "OpenSpan", "SdkSpanWriter", "SpanWriter", "writer_for"]
@@ -58,8 +62,9 @@ class OpenSpan(Protocol):
 
     def end(self, end_time: int | None = None) -> None: ...
 
-    def current(self) -> trace.Span:
-        """A span object to make current (children and propagation use its context)."""
+    def scope(self) -> AbstractContextManager[trace.Span]:
+        """A context manager making a span object with this span's context current for a
+        ``with`` block (children and propagated trace headers name it there)."""
         ...
 
 
@@ -144,7 +149,7 @@ class _SdkSpan:
     def fail(self, description: str) -> None:
         self.status = Status(StatusCode.ERROR, description)
 
-    def current(self) -> trace.Span:
+    def scope(self) -> AbstractContextManager[trace.Span]:
         return _CurrentSpan(self)
 
     def end(self, end_time: int | None = None) -> None:
@@ -167,16 +172,24 @@ class _SdkSpan:
 
 
 class _CurrentSpan(trace.NonRecordingSpan):
-    """An open :class:`_SdkSpan` as the current span (what ``trace.get_current_span()``
-    returns in its scope): a non-recording span whose context is the open span's, built
-    only when asked for (most tool bodies never ask)."""
+    """An open :class:`_SdkSpan` made current for a ``with`` block, and the span
+    ``trace.get_current_span()`` returns there: non-recording, its context the open
+    span's, built only when asked for (most tool bodies never ask)."""
 
     def __init__(self, span: _SdkSpan) -> None:  # no context to pass up: it is a property
         self._span = span
+        self._token: Any = None
 
     @property
     def _context(self) -> SpanContext:  # type: ignore[override]
         return self._span.context
+
+    def __enter__(self) -> trace.Span:
+        self._token = _make_current(self, self._span.writer.span_slot)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _restore(self._token, self._span.writer.span_slot)
 
 
 class SdkSpanWriter:
@@ -195,6 +208,7 @@ class SdkSpanWriter:
         self._direct: OtlpBatchSpanProcessor | None = None
         self._direct_group = 0
         self.resource = tracer.resource
+        self.span_slot = span_slot()
         self.ids = tracer.id_generator
         self.random_ids = type(self.ids) is RandomIdGenerator
         """The provider's ids come from the SDK's default generator: a new span id is then
@@ -352,12 +366,13 @@ class SdkSpanWriter:
 
 # -- API ------------------------------------------------------------------------------------------
 class _ApiSpan:
-    __slots__ = ("attributes", "context", "span")
+    __slots__ = ("attributes", "context", "slot", "span")
 
-    def __init__(self, span: trace.Span, attributes: dict[str, Any]) -> None:
+    def __init__(self, span: trace.Span, attributes: dict[str, Any], slot: SpanSlot | None) -> None:
         self.span = span
         self.context = span.get_span_context()
         self.attributes = attributes
+        self.slot = slot
 
     def event(self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None) -> None:
         self.span.add_event(name, dict(attributes), timestamp=timestamp)
@@ -365,8 +380,8 @@ class _ApiSpan:
     def fail(self, description: str) -> None:
         self.span.set_status(Status(StatusCode.ERROR, description))
 
-    def current(self) -> trace.Span:
-        return self.span
+    def scope(self) -> AbstractContextManager[trace.Span]:
+        return _Current(self.span, self.slot)
 
     def end(self, end_time: int | None = None) -> None:
         self.span.set_attributes(self.attributes)
@@ -378,6 +393,7 @@ class ApiSpanWriter:
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
+        self.span_slot = span_slot()
 
     def open(
         self,
@@ -396,7 +412,7 @@ class ApiSpanWriter:
         if parent is not None:
             context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
         span = self.tracer.start_span(name, context=context, kind=kind, start_time=start_time)
-        return _ApiSpan(span, attributes)
+        return _ApiSpan(span, attributes, self.span_slot)
 
     def record(
         self,
@@ -413,6 +429,61 @@ class ApiSpanWriter:
         for event in events or ():
             span.event(*event)
         span.end(end_time)
+
+
+# -- current spans --------------------------------------------------------------------------------
+SpanSlot: TypeAlias = tuple[ContextVar[Context], str]
+"""Where the current span is: OpenTelemetry's context variable and the key of the span in
+its contexts."""
+
+
+def span_slot() -> SpanSlot | None:
+    """The context variable holding OpenTelemetry's current context and the key under
+    which ``trace.set_span_in_context`` puts the span, when the runtime context is the
+    standard contextvars one (``None`` for any other, or a span not under one key)."""
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    var = getattr(runtime, "_current_context", None)
+    if type(runtime) is not ContextVarsRuntimeContext or not isinstance(var, ContextVar):
+        return None
+    keys = list(trace.set_span_in_context(trace.INVALID_SPAN, Context()))
+    return (var, keys[0]) if len(keys) == 1 else None
+
+
+def _make_current(span: trace.Span, slot: SpanSlot | None) -> Any:
+    """Make ``span`` current; returns the token :func:`_restore` takes. Given the
+    :func:`span_slot`, a context with the span is set in the context variable
+    directly — what ``attach(set_span_in_context(span))`` does with the standard runtime
+    context, without its calls; given ``None``, through ``attach``."""
+    if slot is None:
+        return attach(trace.set_span_in_context(span))
+    var, key = slot
+    return var.set(Context({**var.get(), key: span}))
+
+
+def _restore(token: Any, slot: SpanSlot | None) -> None:
+    """Restore the context :func:`_make_current` replaced."""
+    if slot is None:
+        detach(token)
+    else:
+        slot[0].reset(token)
+
+
+class _Current:
+    """Makes a span current for a ``with`` block (a lighter ``trace.use_span``)."""
+
+    __slots__ = ("slot", "span", "token")
+
+    def __init__(self, span: trace.Span, slot: SpanSlot | None) -> None:
+        self.span = span
+        self.slot = slot
+        self.token: Any = None
+
+    def __enter__(self) -> trace.Span:
+        self.token = _make_current(self.span, self.slot)
+        return self.span
+
+    def __exit__(self, *exc: object) -> None:
+        _restore(self.token, self.slot)
 
 
 def writer_for(provider: trace.TracerProvider, version: str) -> SpanWriter:
