@@ -10,8 +10,10 @@ exported from the processor's own thread. All must give the same spans."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import logging
 from collections.abc import Iterator
 from contextvars import ContextVar, Token
 from typing import Any
@@ -31,6 +33,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 import tether
 from tether.config import Config
+from tether.events import TurnEnd
 from tether.messages import Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.retry import RetryPolicy
@@ -536,3 +539,65 @@ async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
     assert parent_of(app, spans) is tool
     attached_spans = [trace.get_current_span(c).get_span_context() for c in wrapped.attached]
     assert (tool.context in attached_spans) is (runtime == "other")
+
+
+async def test_the_spans_of_a_run_in_progress_reach_the_processor_while_it_waits() -> None:
+    """A run's events are handled in batches; one that waits (on a slow tool, a model)
+    still has its finished spans handed on within DRAIN_DELAY_S, not at its end."""
+    from tether_otel.observer import DRAIN_DELAY_S
+
+    telemetry = Telemetry()
+    seen_mid_run: list[str] = []
+
+    @tether.tool
+    async def slow() -> str:
+        """Wait, then look at what was exported so far."""
+        await asyncio.sleep(DRAIN_DELAY_S * 3)
+        seen_mid_run.extend(s.name for s in telemetry.spans.get_finished_spans())
+        return "done"
+
+    provider = ScriptedProvider(
+        [
+            Reply(tool_calls=[call("add", a=1, b=2)]),
+            Reply(tool_calls=[call("slow")]),
+            Reply(text="ok"),
+        ]
+    )
+    agent = tether.Agent(provider, tools=[add, slow], config=Config(), plugins=[telemetry.plugin])
+    assert (await agent.run("go")).ok
+    assert sorted(seen_mid_run) == [
+        "chat scripted-model",
+        "chat scripted-model",
+        "execute_tool add",
+    ]
+    names = sorted(s.name for s in telemetry.finished())
+    assert names == ["chat scripted-model"] * 3 + [
+        "execute_tool add",
+        "execute_tool slow",
+        "invoke_agent",
+    ]
+    telemetry.close()
+
+
+async def test_a_span_handler_that_raises_is_logged_and_the_rest_are_handled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    telemetry = Telemetry()
+    observer = telemetry.plugin.observer
+    broken = {"first": True}
+    turn_end = observer._handlers[TurnEnd]
+
+    def fails_once(run: Any, event: Any, now: int) -> None:
+        if broken.pop("first", False):
+            raise RuntimeError("boom")
+        turn_end(run, event, now)
+
+    observer._handlers[TurnEnd] = fails_once
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
+    agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
+    with caplog.at_level(logging.ERROR, logger="tether.observers"):
+        assert (await agent.run("go")).ok
+    assert "raised on TurnEnd" in caplog.text and "boom" in caplog.text
+    names = sorted(s.name for s in telemetry.finished())
+    assert names == ["chat scripted-model", "execute_tool add", "invoke_agent"]  # one lost
+    telemetry.close()

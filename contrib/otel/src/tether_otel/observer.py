@@ -16,11 +16,21 @@ with (runs interleave: it files each event under :func:`tether.observe.current_r
 Message content (prompts, answers, tool arguments and results) is recorded only when
 capture is on, and always passed through :func:`tether.scrub.scrub` first, as is every
 error message.
+
+Only ``RunStart`` and ``ToolStart`` are handled as they come (children and tool bodies
+need those spans at once). A run's other events are noted with the time they came and
+handled together, in order: when the run ends, when :data:`MAX_PENDING` are waiting, and
+otherwise at most :data:`DRAIN_DELAY_S` later, on the run's event loop. Handled one at a
+time, between the harness's own steps, the same code costs several times as much (its
+code and data are no longer in the processor's caches); the spans reach the span
+processor a moment later, which batches them for seconds anyway.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -54,10 +64,18 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["MAX_CONTENT", "OtelObserver"]
+__all__ = ["DRAIN_DELAY_S", "MAX_CONTENT", "MAX_PENDING", "OtelObserver"]
 
 MAX_CONTENT = 8192
 """Characters kept of any captured content attribute."""
+
+DRAIN_DELAY_S = 0.1
+"""The longest a run's event waits to be handled while its event loop runs."""
+
+MAX_PENDING = 512
+"""The most events of a run waiting to be handled."""
+
+_Handler = Callable[["_Run", Any, int], None]
 
 _FINISH_REASONS = {reason: (reason.value,) for reason in StopReason}
 """``gen_ai.response.finish_reasons`` by stop reason."""
@@ -87,6 +105,10 @@ class _Run:
     """The fixed attributes of chat spans, by response model."""
     chat_name: str = ""
     """The name of the run's chat spans (``chat <model>``)."""
+    pending: list[tuple[_Handler, Any, int]] = field(default_factory=list)
+    """Events waiting to be handled: (handler, event, the time it came in ns)."""
+    timer: asyncio.TimerHandle | None = None
+    """The call that handles them at the latest, once some are waiting."""
 
 
 class OtelObserver:
@@ -113,7 +135,7 @@ class OtelObserver:
         self._runs: dict[str, _Run] = {}
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
         """Span name and fixed attributes of each tool's spans, by tool name."""
-        self._handlers: dict[type, Callable[[_Run, Any], None]] = {
+        self._handlers: dict[type, _Handler] = {
             TurnEnd: self._turn_end,
             ToolStart: self._tool_start,
             ToolEnd: self._tool_end,
@@ -123,23 +145,53 @@ class OtelObserver:
             Done: self._done,
             RunAborted: self._aborted,
         }
+        if capture_content:
+            self._handlers[TextDelta] = self._text
 
     # -- dispatch ---------------------------------------------------------------------------
     def __call__(self, event: Any) -> None:
-        handler = self._handlers.get(type(event))
+        kind = type(event)
+        handler = self._handlers.get(kind)
         if handler is not None:
             start = current_run()  # _current(), inlined: this runs for every event
             if start is not None:
                 run = self._runs.get(start.run_id)
                 if run is not None:
-                    handler(run, event)
-        elif type(event) is TextDelta:
-            if self.capture_content:
-                run = self._current()
-                if run is not None:
-                    run.text.append(event.text)
-        elif type(event) is RunStart:
+                    if kind is ToolStart:  # the tool's body needs its span now
+                        handler(run, event, time.time_ns())
+                        return
+                    pending = run.pending
+                    pending.append((handler, event, time.time_ns()))
+                    if kind is Done or kind is RunAborted or len(pending) >= MAX_PENDING:
+                        self._drain(run)
+                    elif run.timer is None:
+                        self._drain_later(run)
+        elif kind is RunStart:
             self._start(event)
+
+    def _drain_later(self, run: _Run) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to wait on: now
+            self._drain(run)
+        else:
+            run.timer = loop.call_later(DRAIN_DELAY_S, self._drain, run)
+
+    def _drain(self, run: _Run) -> None:
+        """Handle the events waiting, in order (a handler that raises is logged and
+        skipped, as the core does with observers)."""
+        if run.timer is not None:
+            run.timer.cancel()
+            run.timer = None
+        pending = run.pending
+        run.pending = []
+        for handler, event, now in pending:
+            try:
+                handler(run, event, now)
+            except Exception:
+                logging.getLogger("tether.observers").exception(
+                    "event observer %r raised on %s", self, type(event).__name__
+                )
 
     def _current(self) -> _Run | None:
         start = current_run()
@@ -187,7 +239,10 @@ class OtelObserver:
         )
         self._runs[start.run_id] = _Run(start, span, base, chat_name=f"chat {model}")
 
-    def _done(self, run: _Run, event: Done) -> None:
+    def _text(self, run: _Run, event: TextDelta, now: int) -> None:
+        run.text.append(event.text)
+
+    def _done(self, run: _Run, event: Done, now: int) -> None:
         result = event.result
         span = run.span
         usage = result.usage
@@ -221,24 +276,24 @@ class OtelObserver:
             message = scrub(str(result.error)) if result.error else result.outcome.value
             span.attributes["error.type"] = error_type
             span.fail(message)
-        self._finish(run, result.duration, error_type, ratio)
+        self._finish(run, result.duration, error_type, ratio, now)
 
-    def _aborted(self, run: _Run, event: RunAborted) -> None:
+    def _aborted(self, run: _Run, event: RunAborted, now: int) -> None:
         error_type = type(event.error).__name__
         for at, attributes in run.retries:
             run.span.event("gen_ai.retry", attributes, at)
         run.span.event(
             "exception",
             {"exception.type": error_type, "exception.message": scrub(str(event.error))},
+            now,
         )
         run.span.attributes["error.type"] = error_type
         run.span.fail(scrub(str(event.error)) or error_type)
-        self._finish(run, event.duration, error_type, None)
+        self._finish(run, event.duration, error_type, None, now)
 
     def _finish(
-        self, run: _Run, duration: float, error_type: str | None, ratio: float | None
+        self, run: _Run, duration: float, error_type: str | None, ratio: float | None, now: int
     ) -> None:
-        now = time.time_ns()
         for span in run.tools.values():  # calls the run abandoned
             span.attributes["tether.tool.outcome"] = "interrupted"
             span.fail("the run ended before the call finished")
@@ -257,8 +312,7 @@ class OtelObserver:
                 instruments.record(instruments.cache_hit_ratio, ratio, run.base)
 
     # -- model calls ----------------------------------------------------------------------------
-    def _turn_end(self, run: _Run, event: TurnEnd) -> None:
-        now = time.time_ns()
+    def _turn_end(self, run: _Run, event: TurnEnd, now: int) -> None:
         usage = event.usage
         chat = run.chats.get(event.model)
         if chat is None:
@@ -310,11 +364,11 @@ class OtelObserver:
             instruments.record(tokens, usage.output_tokens, labels[2])
             instruments.record(instruments.duration, event.latency, labels[0])
 
-    def _retry(self, run: _Run, event: Retry) -> None:
+    def _retry(self, run: _Run, event: Retry, now: int) -> None:
         run.text.clear()  # the failed attempt's deltas are not part of the answer
         run.retries.append(
             (
-                time.time_ns(),
+                now,
                 {
                     "tether.retry.attempt": event.attempt,
                     "tether.retry.delay_s": event.delay,
@@ -324,7 +378,7 @@ class OtelObserver:
             )
         )
 
-    def _compaction(self, run: _Run, event: Compaction) -> None:
+    def _compaction(self, run: _Run, event: Compaction, now: int) -> None:
         run.span.event(
             "tether.compaction",
             {
@@ -334,9 +388,10 @@ class OtelObserver:
                 "tether.compaction.messages_before": event.messages_before,
                 "tether.compaction.messages_after": event.messages_after,
             },
+            now,
         )
 
-    def _cache_warning(self, run: _Run, event: CacheWarning) -> None:
+    def _cache_warning(self, run: _Run, event: CacheWarning, now: int) -> None:
         run.span.event(
             "tether.cache_warning",
             {
@@ -344,29 +399,32 @@ class OtelObserver:
                 "tether.cache.threshold": event.threshold,
                 "tether.run.turns": event.turns,
             },
+            now,
         )
 
     # -- tools ------------------------------------------------------------------------------------
-    def _tool_start(self, run: _Run, event: ToolStart) -> None:
+    def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
         attributes: dict[str, Any] = {"gen_ai.tool.call.id": event.call_id}
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = _cut(
                 json.dumps(event.arguments, default=str, ensure_ascii=False)
             )
-        run.tools[event.call_id] = self._tool_span(run, event.name, attributes)
+        run.tools[event.call_id] = self._tool_span(run, event.name, attributes, now)
 
-    def _tool_span(self, run: _Run, name: str, attributes: dict[str, Any]) -> OpenSpan:
+    def _tool_span(
+        self, run: _Run, name: str, attributes: dict[str, Any], start_time: int
+    ) -> OpenSpan:
         tool = self._tools.get(name)
         if tool is None:
             if len(self._tools) >= 1024:
                 self._tools.clear()
             tool = self._tools[name] = (f"execute_tool {name}", _tool_attributes(name))
-        return self.writer.open(tool[0], _INTERNAL, run.span, attributes, None, tool[1])
+        return self.writer.open(tool[0], _INTERNAL, run.span, attributes, start_time, tool[1])
 
-    def _tool_end(self, run: _Run, event: ToolEnd) -> None:
+    def _tool_end(self, run: _Run, event: ToolEnd, now: int) -> None:
         span = run.tools.pop(event.call_id, None)
         if span is None:  # answered without having started (interrupted before it ran)
-            span = self._tool_span(run, event.name, {"gen_ai.tool.call.id": event.call_id})
+            span = self._tool_span(run, event.name, {"gen_ai.tool.call.id": event.call_id}, now)
         outcome = "interrupted" if event.interrupted else "error" if event.result.is_error else "ok"
         span.attributes["tether.tool.outcome"] = outcome
         if outcome != "ok":
@@ -376,7 +434,7 @@ class OtelObserver:
             span.fail(_cut(event.result.text)[:200])
         if self.capture_content:
             span.attributes["gen_ai.tool.call.result"] = _cut(event.result.text)
-        span.end()
+        span.end(now)
         key = (event.name, outcome)
         run.tool_counts[key] = run.tool_counts.get(key, 0) + 1
 

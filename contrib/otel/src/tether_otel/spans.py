@@ -40,7 +40,8 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 __all__ = ["ApiSpanWriter", "OpenSpan", "SdkSpanWriter", "SpanWriter", "writer_for"]
 
-_KIND_VALUES = {kind: kind.value for kind in SpanKind}
+_INTERNAL_KIND = SpanKind.INTERNAL
+_CLIENT_KIND = SpanKind.CLIENT
 
 
 class OpenSpan(Protocol):
@@ -324,7 +325,11 @@ class SdkSpanWriter:
                     parent.span_id if parent is not None else 0,
                     type(parent) is not _SdkSpan and parent is not None and parent.is_remote,  # type: ignore[union-attr]
                     name,
-                    _KIND_VALUES[kind],
+                    0  # SpanKind's value, found without hashing the enum (a Python call)
+                    if kind is _INTERNAL_KIND
+                    else 2
+                    if kind is _CLIENT_KIND
+                    else kind.value,
                     start_time,
                     end_time,
                     fixed,
