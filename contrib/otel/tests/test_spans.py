@@ -542,9 +542,9 @@ async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
 
 
 async def test_the_spans_of_a_run_in_progress_reach_the_processor_while_it_waits() -> None:
-    """A run's events are handled in batches; one that waits (on a slow tool, a model)
-    still has its finished spans handed on within DRAIN_DELAY_S, not at its end."""
-    from tether_otel.observer import DRAIN_DELAY_S
+    """A run's events come in batches; one that waits (on a slow tool, a model) still has
+    its finished spans handed on within BATCH_DELAY_S, not at its end."""
+    from tether.observe import BATCH_DELAY_S
 
     telemetry = Telemetry()
     seen_mid_run: list[str] = []
@@ -552,7 +552,7 @@ async def test_the_spans_of_a_run_in_progress_reach_the_processor_while_it_waits
     @tether.tool
     async def slow() -> str:
         """Wait, then look at what was exported so far."""
-        await asyncio.sleep(DRAIN_DELAY_S * 3)
+        await asyncio.sleep(BATCH_DELAY_S * 3)
         seen_mid_run.extend(s.name for s in telemetry.spans.get_finished_spans())
         return "done"
 

@@ -144,6 +144,8 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         self._groups_lock = threading.Lock()
         self._queue: collections.deque[tuple[int, bytes | SpanRecord]] = collections.deque()
         self._shutdown = False
+        if self.export_process:  # started now, so that it is ready when spans come
+            self._start_process()
         self._start_worker()
         if hasattr(os, "register_at_fork"):
             this = weakref.ref(self)
@@ -254,14 +256,25 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 finally:
                     detach(token)
 
-    def _to_process(self, batch: list[tuple[int, bytes | SpanRecord]]) -> bool:
-        """Hand ``batch`` to the export process (started on first use); ``False`` when
-        there is none to take it, and then there will be none from now on."""
+    def _start_process(self) -> None:
         from .export_process import ExportProcess, ExportProcessGone
 
         try:
+            self._process = ExportProcess(self.exporter.arguments or {})
+        except ExportProcessGone as exc:
+            self._lose_process(exc)
+
+    def _to_process(self, batch: list[tuple[int, bytes | SpanRecord]]) -> bool:
+        """Hand ``batch`` to the export process (started again in a forked process);
+        ``False`` when there is none to take it, and then there will be none from now
+        on."""
+        from .export_process import ExportProcessGone
+
+        if self._process is None:
+            self._start_process()
             if self._process is None:
-                self._process = ExportProcess(self.exporter.arguments or {})
+                return False
+        try:
             try:
                 self._process.send(self._heads, batch)
             except ValueError:  # a value marshal cannot carry: encode the batch here

@@ -17,22 +17,21 @@ Message content (prompts, answers, tool arguments and results) is recorded only 
 capture is on, and always passed through :func:`tether.scrub.scrub` first, as is every
 error message.
 
-Only ``RunStart`` and ``ToolStart`` are handled as they come (children and tool bodies
-need those spans at once). A run's other events are noted with the time they came and
-handled together, in order: when the run ends, when :data:`MAX_PENDING` are waiting, and
-otherwise at most :data:`DRAIN_DELAY_S` later, on the run's event loop. Handled one at a
-time, between the harness's own steps, the same code costs several times as much (its
-code and data are no longer in the processor's caches); the spans reach the span
-processor a moment later, which batches them for seconds anyway.
+It is a :class:`tether.observe.BatchObserver`: only ``RunStart`` comes as it happens (a
+sub-agent's run needs its span at once); the core hands it a run's other events in
+batches, each with the time it came, so spans keep their times and reach the span
+processor (which batches them for seconds anyway) at most
+:data:`tether.observe.BATCH_DELAY_S` later. A tool call's span is opened when its body
+starts (:meth:`tool_scope`, which needs it then) or when its ``ToolStart`` is handled,
+whichever comes first.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -64,16 +63,10 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["DRAIN_DELAY_S", "MAX_CONTENT", "MAX_PENDING", "OtelObserver"]
+__all__ = ["MAX_CONTENT", "OtelObserver"]
 
 MAX_CONTENT = 8192
 """Characters kept of any captured content attribute."""
-
-DRAIN_DELAY_S = 0.1
-"""The longest a run's event waits to be handled while its event loop runs."""
-
-MAX_PENDING = 512
-"""The most events of a run waiting to be handled."""
 
 _Handler = Callable[["_Run", Any, int], None]
 
@@ -105,10 +98,6 @@ class _Run:
     """The fixed attributes of chat spans, by response model."""
     chat_name: str = ""
     """The name of the run's chat spans (``chat <model>``)."""
-    pending: list[tuple[_Handler, Any, int]] = field(default_factory=list)
-    """Events waiting to be handled: (handler, event, the time it came in ns)."""
-    timer: asyncio.TimerHandle | None = None
-    """The call that handles them at the latest, once some are waiting."""
 
 
 class OtelObserver:
@@ -149,60 +138,54 @@ class OtelObserver:
             self._handlers[TextDelta] = self._text
 
     # -- dispatch ---------------------------------------------------------------------------
+    immediate_events = frozenset({RunStart})
+    """What the core hands over as it happens; the rest comes to :meth:`observe_batch`."""
+
     def __call__(self, event: Any) -> None:
+        """Handle one event now (``RunStart``; any event, from a core
+        that does not batch)."""
         kind = type(event)
+        if kind is RunStart:
+            self._start(event)
+            return
         handler = self._handlers.get(kind)
         if handler is not None:
-            start = current_run()  # _current(), inlined: this runs for every event
-            if start is not None:
-                run = self._runs.get(start.run_id)
-                if run is not None:
-                    if kind is ToolStart:  # the tool's body needs its span now
-                        handler(run, event, time.time_ns())
-                        return
-                    pending = run.pending
-                    pending.append((handler, event, time.time_ns()))
-                    if kind is Done or kind is RunAborted or len(pending) >= MAX_PENDING:
-                        self._drain(run)
-                    elif run.timer is None:
-                        self._drain_later(run)
-        elif kind is RunStart:
-            self._start(event)
+            run = self._current()
+            if run is not None:
+                handler(run, event, time.time_ns())
 
-    def _drain_later(self, run: _Run) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop to wait on: now
-            self._drain(run)
-        else:
-            run.timer = loop.call_later(DRAIN_DELAY_S, self._drain, run)
-
-    def _drain(self, run: _Run) -> None:
-        """Handle the events waiting, in order (a handler that raises is logged and
-        skipped, as the core does with observers)."""
-        if run.timer is not None:
-            run.timer.cancel()
-            run.timer = None
-        pending = run.pending
-        run.pending = []
-        for handler, event, now in pending:
-            try:
-                handler(run, event, now)
-            except Exception:
-                logging.getLogger("tether.observers").exception(
-                    "event observer %r raised on %s", self, type(event).__name__
-                )
+    def observe_batch(self, start: RunStart, events: Sequence[tuple[Any, int]]) -> None:
+        """Handle events of the run ``start`` that came at the times given, in order (a
+        handler that raises is logged and the rest are handled)."""
+        run = self._runs.get(start.run_id)
+        if run is None:
+            return
+        handlers = self._handlers
+        for event, now in events:
+            handler = handlers.get(type(event))
+            if handler is not None:
+                try:
+                    handler(run, event, now)
+                except Exception:
+                    logging.getLogger("tether.observers").exception(
+                        "event observer %r raised on %s", self, type(event).__name__
+                    )
 
     def _current(self) -> _Run | None:
         start = current_run()
         return self._runs.get(start.run_id) if start is not None else None
 
     def tool_scope(self, call: ToolCallInfo) -> AbstractContextManager[Any] | None:
-        """Make the call's ``execute_tool`` span current in the tool's body."""
+        """Make the call's ``execute_tool`` span current in the tool's body (opening it
+        now if its ``ToolStart`` is still waiting in a batch, as it usually is)."""
         run = self._runs.get(call.run_id)
-        span = run.tools.get(call.call_id) if run is not None else None
-        if span is None:
+        if run is None:
             return None
+        span = run.tools.get(call.call_id)
+        if span is None:
+            span = run.tools[call.call_id] = self._tool_span(
+                run, call.name, {"gen_ai.tool.call.id": call.call_id}, time.time_ns()
+            )
         return span.scope()
 
     # -- runs ---------------------------------------------------------------------------------
@@ -404,12 +387,15 @@ class OtelObserver:
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
-        attributes: dict[str, Any] = {"gen_ai.tool.call.id": event.call_id}
+        span = run.tools.get(event.call_id)  # opened already if the tool's body started
+        if span is None:
+            span = run.tools[event.call_id] = self._tool_span(
+                run, event.name, {"gen_ai.tool.call.id": event.call_id}, now
+            )
         if self.capture_content:
-            attributes["gen_ai.tool.call.arguments"] = _cut(
+            span.attributes["gen_ai.tool.call.arguments"] = _cut(
                 json.dumps(event.arguments, default=str, ensure_ascii=False)
             )
-        run.tools[event.call_id] = self._tool_span(run, event.name, attributes, now)
 
     def _tool_span(
         self, run: _Run, name: str, attributes: dict[str, Any], start_time: int
