@@ -17,8 +17,9 @@ Each round
 runs one block of every agent, in a rotating order; an overhead is the median over the
 rounds of the ratio to the plain agent's block of the same round, so that drift of a
 shared machine cancels out. The run log is off in all of them, so the ratios are
-telemetry alone. The export process's own CPU time is reported apart
-(``export_process_cpu_us_per_rt``): it runs on another core, as a collector would.
+telemetry alone. The export process's own CPU time after the warm-up (its start-up
+excluded) is reported apart (``export_process_cpu_us_per_rt``): it runs on another core,
+as a collector would.
 
 With ``--breakdown``, two more agents split the cost of the spans: tether-otel with a
 batch processor whose exporter discards the spans (no encoding, no sending), and with a
@@ -161,13 +162,14 @@ async def measure(
 
     for name in agents:  # warm-up
         await one_block(name)
+    children = [p._process.pid for p in processors if p._process is not None]
+    export_cpu_before = sum(_cpu_seconds(pid) for pid in children)  # its start-up
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in agents}
     names = list(agents)
     for i in range(reps):
         for name in names[i % len(names) :] + names[: i % len(names)]:  # rotate the order
             samples[name].append(await one_block(name))
-    children = [p._process.pid for p in processors if p._process is not None]
-    export_cpu = sum(_cpu_seconds(pid) for pid in children)
+    export_cpu = sum(_cpu_seconds(pid) for pid in children) - export_cpu_before
     for provider in providers:
         provider.shutdown()
     per_rt = block * (A_TOOL_CALLS + 1) / 1e6
@@ -184,7 +186,7 @@ async def measure(
         pairs = list(zip(samples[name], plain, strict=True))
         out[f"{name}_overhead"] = round(statistics.median(t[0] / p[0] for t, p in pairs) - 1, 3)
         out[f"{name}_cpu_overhead"] = round(statistics.median(t[1] / p[1] for t, p in pairs) - 1, 3)
-    runs = (reps + 1) * block * len(children)
+    runs = reps * block * len(children)
     out["export_process_cpu_us_per_rt"] = (
         round(export_cpu / (runs * (A_TOOL_CALLS + 1)) * 1e6, 1) if runs else None
     )

@@ -451,3 +451,20 @@ async def test_a_batch_observer_learns_at_once_that_a_run_was_abandoned() -> Non
         "ToolStart",
         "RunAborted",
     ]
+
+
+async def test_a_tool_scope_that_raises_is_logged_and_the_tool_still_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class BrokenScope:
+        def __call__(self, event: object) -> None:
+            pass
+
+        def tool_scope(self, call: object) -> None:
+            raise RuntimeError("scope bug")
+
+    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
+    with caplog.at_level("ERROR", logger="tether.observers"):
+        result = await batch_agent(BrokenScope(), provider, [shout]).run("x")
+    assert result.ok and result.tool_calls == 1 and result.tool_errors == 0
+    assert "tool scope of observer" in caplog.text and "scope bug" in caplog.text

@@ -153,7 +153,7 @@ class RunObservation:
     as a context manager around the run, a :class:`~tether.events.RunAborted` when the run
     is left by an exception (or the consumer stopped iterating) before ``Done``."""
 
-    __slots__ = ("_batches", "_calls", "done", "elapsed", "observers", "start")
+    __slots__ = ("_batches", "_calls", "_lone", "done", "elapsed", "observers", "start")
 
     def __init__(
         self,
@@ -173,6 +173,8 @@ class RunObservation:
             for observer in observers
             if callable(getattr(observer, "observe_batch", None))
         )
+        self._lone = self._batches[0] if len(self._batches) == 1 and not self._calls else None
+        """The only observer, when that is a batch observer (the common case, tracing)."""
         self.elapsed = elapsed
         self.done = False
 
@@ -183,6 +185,16 @@ class RunObservation:
         (:func:`tether.events.notify`, inlined: this runs for every event of every
         observed run)."""
         kind = type(event)
+        lone = self._lone
+        if lone is not None and kind not in lone.immediate:  # the loop below, for one
+            pending = lone.pending
+            pending.append((event, time.time_ns()))
+            if kind is Done or kind is RunAborted or len(pending) >= BATCH_MAX:
+                self._deliver(lone)
+                self.done = kind is Done
+            elif lone.timer is None:
+                self._deliver_later(lone)
+            return
         calls = self._calls
         if self._batches:
             now = time.time_ns()
@@ -269,7 +281,11 @@ async def in_tool_scope(
         if not scopes:
             return await body()
         if len(scopes) == 1:
-            manager = _one_scope(info, scopes[0])
+            try:
+                manager = scopes[0](info)
+            except Exception:
+                _scope_failed(scopes[0])
+                manager = None
             if manager is None:
                 return await body()
             with manager:
@@ -280,16 +296,10 @@ async def in_tool_scope(
         _CURRENT_CALL.reset(token)
 
 
-def _one_scope(
-    info: ToolCallInfo, scope: Callable[[ToolCallInfo], AbstractContextManager[Any] | None]
-) -> AbstractContextManager[Any] | None:
-    try:
-        return scope(info)
-    except Exception:
-        import logging
+def _scope_failed(scope: Callable[[ToolCallInfo], Any]) -> None:
+    import logging
 
-        logging.getLogger("tether.observers").exception("tool scope of observer %r raised", scope)
-        return None
+    logging.getLogger("tether.observers").exception("tool scope of observer %r raised", scope)
 
 
 @contextlib.contextmanager
@@ -304,11 +314,7 @@ def _entered(
                 if manager is not None:
                     stack.enter_context(manager)
             except Exception:
-                import logging
-
-                logging.getLogger("tether.observers").exception(
-                    "tool scope of observer %r raised", scope
-                )
+                _scope_failed(scope)
         yield
 
 
