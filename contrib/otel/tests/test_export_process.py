@@ -7,6 +7,7 @@ warning; a flush never waits past its deadline; a forked process starts its own.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -269,3 +270,34 @@ def test_export_process_needs_an_exporter_it_can_make_again(receiver: FakeServer
     with pytest.raises(TypeError, match="without a session"):
         OtlpBatchSpanProcessor(exporter, export_process=True)
     OtlpBatchSpanProcessor(exporter).shutdown()  # exported from the thread: fine
+
+
+def test_a_stuck_export_process_is_given_up_and_flushes_keep_their_deadlines(
+    receiver: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider, processor = traced(receiver)
+    processor.write_timeout_s = 1.0  # the export thread's patience with a full pipe
+    assert processor._process is not None
+    stuck = processor._process._process
+    os.kill(stuck.pid, signal.SIGSTOP)  # takes nothing more once its pipe is full
+    try:
+        resource = Resource.create({})
+        with caplog.at_level(logging.WARNING, logger="tether_otel.batch"):
+            for n in range(2000):  # 4 MB (each padding its own string): over what the pipe holds
+                padding = f"{n:04d}" + "x" * 2000
+                record = (1, n + 1, 0, False, "bulk", 1, 10, 20, None, {"pad": padding}, (), None)
+                processor.append(resource, None, record)
+            started = time.monotonic()
+            assert processor.force_flush(timeout_millis=300) is False
+            assert time.monotonic() - started < 5  # its own deadline, not the pipe's
+            wait_until(lambda: processor.export_process is False)
+        assert "of" in caplog.text and "bytes in time" in caplog.text
+        assert "exporting spans from this process from now on" in caplog.text
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stuck.pid, signal.SIGCONT)
+    stuck.wait(timeout=10)  # its input closed, then killed
+    provider.get_tracer("app").start_span("after").end()
+    assert processor.force_flush(timeout_millis=20_000)
+    assert "after" in span_names(receiver)  # exported from the thread now
+    provider.shutdown()

@@ -31,6 +31,7 @@ import collections
 import logging
 import os
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +98,10 @@ class OtlpBatchSpanProcessor(SpanProcessor):
 
     shutdown_timeout_s = 30.0
     """How long :meth:`shutdown` waits for the export process to send what it holds."""
+
+    write_timeout_s = 30.0
+    """How long the export thread waits for the export process to take a batch before it
+    takes it to be stuck (and exports from this process from then on)."""
 
     def __init__(
         self,
@@ -228,16 +233,25 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 break
             self._export()
 
-    def _export(self) -> None:
-        """Export everything waiting, in requests of at most ``max_export_batch_size``."""
-        with self._export_lock:
+    def _export(self, deadline: float | None = None) -> bool:
+        """Export everything waiting, in requests of at most ``max_export_batch_size``;
+        ``False`` if another thread was exporting until ``deadline`` (a
+        :func:`time.monotonic` time; each batch written to the export process within
+        :attr:`write_timeout_s` when ``None``)."""
+        if deadline is None:
+            self._export_lock.acquire()
+        elif not self._export_lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            return False
+        try:
             queue = self._queue
             heads = self._heads
             encoder = self.encoder
             while queue:
                 count = min(len(queue), self.max_export_batch_size)
                 batch = [queue.popleft() for _ in range(count)]
-                if self.export_process and self._to_process(batch):
+                if self.export_process and self._to_process(
+                    batch, deadline or time.monotonic() + self.write_timeout_s
+                ):
                     continue
                 data = assemble_heads(
                     (
@@ -255,6 +269,9 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                     _logger.exception("Exporting %d spans failed.", count)
                 finally:
                     detach(token)
+        finally:
+            self._export_lock.release()
+        return True
 
     def _start_process(self) -> None:
         from .export_process import ExportProcess, ExportProcessGone
@@ -264,7 +281,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         except ExportProcessGone as exc:
             self._lose_process(exc)
 
-    def _to_process(self, batch: list[tuple[int, bytes | SpanRecord]]) -> bool:
+    def _to_process(self, batch: list[tuple[int, bytes | SpanRecord]], deadline: float) -> bool:
         """Hand ``batch`` to the export process (started again in a forked process);
         ``False`` when there is none to take it, and then there will be none from now
         on."""
@@ -276,14 +293,14 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 return False
         try:
             try:
-                self._process.send(self._heads, batch)
+                self._process.send(self._heads, batch, deadline)
             except ValueError:  # a value marshal cannot carry: encode the batch here
                 encoder = self.encoder
                 encoded = [
                     (group, span if isinstance(span, bytes) else encode_record(encoder, span))
                     for group, span in batch
                 ]
-                self._process.send(self._heads, encoded)  # type: ignore[arg-type]
+                self._process.send(self._heads, encoded, deadline)  # type: ignore[arg-type]
         except ExportProcessGone as exc:
             self._lose_process(exc)
             return False
@@ -308,18 +325,24 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         with an export process, wait at most ``timeout_millis`` for it to send them)."""
         if self._shutdown:
             return False
-        self._export()
-        with self._export_lock:
+        deadline = time.monotonic() + timeout_millis / 1e3
+        if not self._export(deadline):
+            return False
+        if not self._export_lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            return False
+        try:
             process = self._process
             if process is None:
                 return True
             from .export_process import ExportProcessGone
 
             try:
-                return process.flush(timeout_millis / 1e3)
+                return process.flush(max(deadline - time.monotonic(), 0))
             except ExportProcessGone as exc:
                 self._lose_process(exc)
                 return False
+        finally:
+            self._export_lock.release()
 
     def shutdown(self) -> None:
         """Export what is waiting, stop the export thread and shut the exporter down."""
@@ -328,9 +351,8 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         self._shutdown = True
         self._wake.set()
         self._worker.join(timeout=self.schedule_delay + 30)
-        self._export()
-        with self._export_lock:
-            process, self._process = self._process, None
+        self._export(time.monotonic() + self.shutdown_timeout_s)
+        process, self._process = self._process, None
         if process is not None:
             process.close(self.shutdown_timeout_s)
         self.exporter.shutdown()  # type: ignore[no-untyped-call]

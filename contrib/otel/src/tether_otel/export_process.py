@@ -79,37 +79,48 @@ class ExportProcess:
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin = self._process.stdin.fileno()
         _widen(self._stdin)
+        os.set_blocking(self._stdin, False)  # writes wait in select, until a deadline
         self._stdout = self._process.stdout
         self._heads: set[int] = set()
         self._flushes = 0
-        self._write(("config", dict(arguments)))
+        self._write(("config", dict(arguments)), time.monotonic() + 30)
 
     @property
     def pid(self) -> int:
         return self._process.pid
 
-    def send(self, heads: Sequence[GroupHead], spans: list[tuple[int, bytes | SpanRecord]]) -> None:
+    def send(
+        self,
+        heads: Sequence[GroupHead],
+        spans: list[tuple[int, bytes | SpanRecord]],
+        deadline: float,
+    ) -> None:
         """Send one batch to be exported as one request: ``(group, span)`` pairs, where a
         span is a :data:`~tether_otel.otlp.SpanRecord` or an encoded ``Span`` message and
         ``heads[group]`` is its group's head.
 
-        :raises ExportProcessGone: the child is not there to take it.
+        :param deadline: a :func:`time.monotonic` time by which the child must have taken
+            it (its pipe holds about a megabyte; a child that takes nothing until then is
+            taken to be stuck).
+        :raises ExportProcessGone: the child is not there to take it, or took none of
+            it, or only part of it, by the deadline (it drops a part and is of no use
+            after that: :meth:`close` it).
         :raises ValueError: a record holds a value :mod:`marshal` cannot carry (nothing
             was sent).
         """
         frame = _frame(("spans", spans))  # ValueError before anything is written
         for group in {group for group, _ in spans} - self._heads:
-            self._write(("head", group, tuple(heads[group])))
+            self._write(("head", group, tuple(heads[group])), deadline)
             self._heads.add(group)
-        self._send(frame)
+        self._send(frame, deadline)
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until the child has exported everything sent so far; ``False`` if it
         did not answer within ``timeout_s`` or an export failed."""
         self._flushes += 1
         number = self._flushes
-        self._write(("flush", number))
         deadline = time.monotonic() + timeout_s
+        self._write(("flush", number), deadline)
         while True:
             reply = self._read(deadline)
             if reply is None:
@@ -144,14 +155,18 @@ class ExportProcess:
         self._process.returncode = 0  # never waited for here
 
     # -- frames ------------------------------------------------------------------------------
-    def _write(self, message: Any) -> None:
-        self._send(_frame(message))
+    def _write(self, message: Any, deadline: float) -> None:
+        self._send(_frame(message), deadline)
 
-    def _send(self, frame: bytes) -> None:
+    def _send(self, frame: bytes, deadline: float) -> None:
         try:
-            _write_all(self._stdin, frame)
+            sent = _write_all(self._stdin, frame, deadline)
         except (BrokenPipeError, OSError, ValueError) as exc:  # ValueError: closed file
             raise ExportProcessGone(f"the export process is gone ({exc})") from exc
+        if sent < len(frame):
+            raise ExportProcessGone(
+                f"the export process took {sent} of {len(frame)} bytes in time (is it stuck?)"
+            )
 
     def _read(self, deadline: float) -> Any:
         """The next frame from the child, or ``None`` at the deadline."""
@@ -195,10 +210,19 @@ def _frame(message: Any) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, deadline: float) -> int:
+    """Write ``data`` to the non-blocking ``fd``, waiting for room until ``deadline``;
+    returns how many bytes were written (fewer than all at the deadline)."""
     view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    sent = 0
+    while sent < len(data):
+        try:
+            sent += os.write(fd, view[sent:])
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                break
+    return sent
 
 
 def _read_frame(stream: BinaryIO) -> Any:
