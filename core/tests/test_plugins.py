@@ -287,6 +287,20 @@ async def test_event_observers_see_every_event_and_cannot_break_a_run() -> None:
     assert seen == ["RunStart", "TurnEnd", "ToolStart", "ToolEnd", "TextDelta", "TurnEnd", "Done"]
 
 
+def observed_agent(observer: object, provider: ScriptedProvider, tools: list[Any]) -> tether.Agent:
+    """An agent whose one plugin registers ``observer``."""
+    return tether.Agent(
+        provider,
+        tools=tools,
+        config=Config(),
+        plugins=[
+            plugin_module(
+                "obs", register_observers=lambda observers: observers.add("observer", observer)
+            )
+        ],
+    )
+
+
 class FlakyObserver:
     """An observer object (its ``__call__`` is what the core calls) that records which
     run each event belongs to and fails on tool calls."""
@@ -306,16 +320,7 @@ async def test_a_lone_observer_object_sees_its_runs_events_and_its_errors_are_lo
 ) -> None:
     observer = FlakyObserver()
     provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
-    agent = tether.Agent(
-        provider,
-        tools=[shout],
-        config=Config(),
-        plugins=[
-            plugin_module(
-                "obs", register_observers=lambda observers: observers.add("flaky", observer)
-            )
-        ],
-    )
+    agent = observed_agent(observer, provider, [shout])
     with caplog.at_level("ERROR", logger="tether.observers"):
         result = await agent.run("x")
     assert result.ok and current_run() is None
@@ -330,16 +335,7 @@ async def test_a_lone_observer_object_sees_its_runs_events_and_its_errors_are_lo
 async def test_observers_learn_that_a_run_was_abandoned_by_its_consumer() -> None:
     seen: list[object] = []
     provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
-    agent = tether.Agent(
-        provider,
-        tools=[shout],
-        config=Config(),
-        plugins=[
-            plugin_module(
-                "obs", register_observers=lambda observers: observers.add("rec", seen.append)
-            )
-        ],
-    )
+    agent = observed_agent(seen.append, provider, [shout])
     stream = agent.stream("x")
     async for event in stream:
         if isinstance(event, ToolStart):
@@ -368,24 +364,11 @@ class BatchRecorder:
         self.batches.append([(type(event).__name__, at) for event, at in events])
 
 
-def batch_agent(observer: object, provider: ScriptedProvider, tools: list[Any]) -> tether.Agent:
-    return tether.Agent(
-        provider,
-        tools=tools,
-        config=Config(),
-        plugins=[
-            plugin_module(
-                "obs", register_observers=lambda observers: observers.add("batch", observer)
-            )
-        ],
-    )
-
-
 async def test_a_batch_observer_gets_a_quick_runs_events_in_one_batch_in_order() -> None:
     observer = BatchRecorder()
     provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
     started = time.time_ns()
-    result = await batch_agent(observer, provider, [shout]).run("x")
+    result = await observed_agent(observer, provider, [shout]).run("x")
     assert result.ok
     assert observer.immediate == ["RunStart"]
     (batch,) = observer.batches  # handed over when the run ended
@@ -414,7 +397,7 @@ async def test_a_batch_observer_gets_a_waiting_runs_events_within_the_batch_dela
         return "waited"
 
     provider = ScriptedProvider([Reply(tool_calls=[call("wait")]), Reply(text="ok")])
-    assert (await batch_agent(observer, provider, [wait]).run("x")).ok
+    assert (await observed_agent(observer, provider, [wait]).run("x")).ok
     assert delivered_while_waiting == [1]  # TurnEnd and ToolStart, while the tool waited
     assert [name for name, _ in observer.batches[0]] == ["TurnEnd", "ToolStart"]
     assert [name for b in observer.batches[1:] for name, _ in b] == [
@@ -434,14 +417,14 @@ async def test_a_batch_observer_that_raises_is_logged_and_the_run_goes_on(
 
     provider = ScriptedProvider([Reply(text="HI")])
     with caplog.at_level("ERROR", logger="tether.observers"):
-        assert (await batch_agent(Broken(), provider, []).run("x")).ok
+        assert (await observed_agent(Broken(), provider, []).run("x")).ok
     assert "Broken" in caplog.text and "batch observer bug" in caplog.text
 
 
 async def test_a_batch_observer_learns_at_once_that_a_run_was_abandoned() -> None:
     observer = BatchRecorder()
     provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
-    stream = batch_agent(observer, provider, [shout]).stream("x")
+    stream = observed_agent(observer, provider, [shout]).stream("x")
     async for event in stream:
         if isinstance(event, ToolStart):
             break
@@ -465,6 +448,6 @@ async def test_a_tool_scope_that_raises_is_logged_and_the_tool_still_runs(
 
     provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
     with caplog.at_level("ERROR", logger="tether.observers"):
-        result = await batch_agent(BrokenScope(), provider, [shout]).run("x")
+        result = await observed_agent(BrokenScope(), provider, [shout]).run("x")
     assert result.ok and result.tool_calls == 1 and result.tool_errors == 0
     assert "tool scope of observer" in caplog.text and "scope bug" in caplog.text
