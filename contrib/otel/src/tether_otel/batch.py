@@ -254,11 +254,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 ):
                     continue
                 data = assemble_heads(
-                    (
-                        heads[group],
-                        span if isinstance(span, bytes) else encode_record(encoder, span),
-                    )
-                    for group, span in batch
+                    (heads[group], encode_record(encoder, span)) for group, span in batch
                 )
                 # Instrumented HTTP clients must not trace the export itself (as the SDK's
                 # batch processor does: a span per export would be exported in turn).
@@ -296,10 +292,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                 self._process.send(self._heads, batch, deadline)
             except ValueError:  # a value marshal cannot carry: encode the batch here
                 encoder = self.encoder
-                encoded = [
-                    (group, span if isinstance(span, bytes) else encode_record(encoder, span))
-                    for group, span in batch
-                ]
+                encoded = [(group, encode_record(encoder, span)) for group, span in batch]
                 self._process.send(self._heads, encoded, deadline)  # type: ignore[arg-type]
         except ExportProcessGone as exc:
             self._lose_process(exc)

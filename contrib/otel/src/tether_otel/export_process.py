@@ -272,11 +272,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 spans = frame[1]
                 try:
                     data = assemble_heads(
-                        (
-                            heads[group],
-                            span if isinstance(span, bytes) else encode_record(encoder, span),
-                        )
-                        for group, span in spans
+                        (heads[group], encode_record(encoder, span)) for group, span in spans
                     )
                     result = exporter.export(EncodedBatch(data, len(spans)))
                     ok = ok and getattr(result, "name", "SUCCESS") == "SUCCESS"

@@ -431,7 +431,7 @@ class Encoder:
             end,
             encoded,
             encoded_events,
-            _UNSET if status is None else Status(StatusCode(status[0]), status[1] or None),
+            _record_status(status),
         )
 
     def head(self, resource: Any, scope: Any) -> GroupHead:
@@ -545,16 +545,23 @@ def sdk_span_message(span: ReadableSpan) -> bytes:
     return encoded
 
 
-def encode_record(encoder: Encoder, record: SpanRecord) -> bytes:
-    """One ``Span`` message for ``record``: :meth:`Encoder.record`, or the SDK's encoder
-    for a value the fast encoder leaves to it."""
+def encode_record(encoder: Encoder, span: bytes | SpanRecord) -> bytes:
+    """One ``Span`` message for a queued span: a :data:`SpanRecord` encoded with
+    :meth:`Encoder.record` (or the SDK's encoder, for a value the fast encoder leaves to
+    it); a span encoded already as it is."""
+    if isinstance(span, bytes):
+        return span
     try:
-        return encoder.record(record)
+        return encoder.record(span)
     except UNENCODABLE:
-        return sdk_span_message(record_span(record))
+        return sdk_span_message(record_span(span))
 
 
-def record_span(record: SpanRecord, resource: Any = None, scope: Any = None) -> ReadableSpan:
+def _record_status(status: tuple[int, str] | None) -> Status:
+    return _UNSET if status is None else Status(StatusCode(status[0]), status[1] or None)
+
+
+def record_span(record: SpanRecord) -> ReadableSpan:
     """The SDK span a :data:`SpanRecord` stands for."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -566,14 +573,13 @@ def record_span(record: SpanRecord, resource: Any = None, scope: Any = None) -> 
         name=name,
         context=SpanContext(trace_id, span_id, False, flags),
         parent=SpanContext(trace_id, parent_id, remote, flags) if parent_id else None,
-        resource=resource if resource is not None else Resource.get_empty(),
+        resource=Resource.get_empty(),
         attributes={**fixed, **attributes} if fixed else dict(attributes),
         events=[Event(n, dict(a), t) for n, a, t in events],
         kind=_SPAN_KINDS[kind],
-        status=_UNSET if status is None else Status(StatusCode(status[0]), status[1] or None),
+        status=_record_status(status),
         start_time=start,
         end_time=end,
-        instrumentation_scope=scope,
     )
 
 
