@@ -142,8 +142,8 @@ class OtelObserver:
     """What the core hands over as it happens; the rest comes to :meth:`observe_batch`."""
 
     def __call__(self, event: Any) -> None:
-        """Handle one event now (``RunStart``; any event, from a core
-        that does not batch)."""
+        """Handle one event now (``RunStart``; any event, from a core that does not
+        batch)."""
         kind = type(event)
         if kind is RunStart:
             self._start(event)
@@ -181,12 +181,7 @@ class OtelObserver:
         run = self._runs.get(call.run_id)
         if run is None:
             return None
-        span = run.tools.get(call.call_id)
-        if span is None:
-            span = run.tools[call.call_id] = self._tool_span(
-                run, call.name, {"gen_ai.tool.call.id": call.call_id}, time.time_ns()
-            )
-        return span.scope()
+        return self._open_tool(run, call.call_id, call.name, time.time_ns()).scope()
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:
@@ -387,19 +382,22 @@ class OtelObserver:
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
-        span = run.tools.get(event.call_id)  # opened already if the tool's body started
-        if span is None:
-            span = run.tools[event.call_id] = self._tool_span(
-                run, event.name, {"gen_ai.tool.call.id": event.call_id}, now
-            )
+        span = self._open_tool(run, event.call_id, event.name, now)
         if self.capture_content:
             span.attributes["gen_ai.tool.call.arguments"] = _cut(
                 json.dumps(event.arguments, default=str, ensure_ascii=False)
             )
 
-    def _tool_span(
-        self, run: _Run, name: str, attributes: dict[str, Any], start_time: int
-    ) -> OpenSpan:
+    def _open_tool(self, run: _Run, call_id: str, name: str, now: int) -> OpenSpan:
+        """The call's ``execute_tool`` span: open already (its body started, or its
+        ``ToolStart`` was handled), else opened now, starting at ``now``."""
+        span = run.tools.get(call_id)
+        if span is None:
+            span = run.tools[call_id] = self._tool_span(run, call_id, name, now)
+        return span
+
+    def _tool_span(self, run: _Run, call_id: str, name: str, start_time: int) -> OpenSpan:
+        attributes: dict[str, Any] = {"gen_ai.tool.call.id": call_id}
         tool = self._tools.get(name)
         if tool is None:
             if len(self._tools) >= 1024:
@@ -410,7 +408,7 @@ class OtelObserver:
     def _tool_end(self, run: _Run, event: ToolEnd, now: int) -> None:
         span = run.tools.pop(event.call_id, None)
         if span is None:  # answered without having started (interrupted before it ran)
-            span = self._tool_span(run, event.name, {"gen_ai.tool.call.id": event.call_id}, now)
+            span = self._tool_span(run, event.call_id, event.name, now)
         outcome = "interrupted" if event.interrupted else "error" if event.result.is_error else "ok"
         span.attributes["tether.tool.outcome"] = outcome
         if outcome != "ok":
