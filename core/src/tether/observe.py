@@ -163,16 +163,15 @@ class RunObservation:
     ) -> None:
         self.start = start
         self.observers = observers
-        self._calls = tuple(
-            _direct_call(observer)
-            for observer in observers
-            if not callable(getattr(observer, "observe_batch", None))
-        )
-        self._batches = tuple(
-            _Batch(observer)  # type: ignore[arg-type]
-            for observer in observers
-            if callable(getattr(observer, "observe_batch", None))
-        )
+        calls: list[Callable[[Any], None]] = []
+        batches: list[_Batch] = []
+        for observer in observers:
+            if callable(getattr(observer, "observe_batch", None)):
+                batches.append(_Batch(observer))  # type: ignore[arg-type]
+            else:
+                calls.append(_direct_call(observer))
+        self._calls = tuple(calls)
+        self._batches = tuple(batches)
         self._lone = self._batches[0] if len(self._batches) == 1 and not self._calls else None
         """The only observer, when that is a batch observer (the common case, tracing)."""
         self.elapsed = elapsed
@@ -186,7 +185,9 @@ class RunObservation:
         observed run)."""
         kind = type(event)
         lone = self._lone
-        if lone is not None and kind not in lone.immediate:  # the loop below, for one
+        # The loop below for a lone batch observer, written out: 3k instructions less per
+        # model round trip of the A benchmark (callgrind), tracing's common case.
+        if lone is not None and kind not in lone.immediate:
             pending = lone.pending
             pending.append((event, time.time_ns()))
             if kind is Done or kind is RunAborted or len(pending) >= BATCH_MAX:
