@@ -287,6 +287,9 @@ def test_a_stuck_export_process_is_given_up_and_flushes_keep_their_deadlines(
                 padding = f"{n:04d}" + "x" * 2000
                 record = (1, n + 1, 0, False, "bulk", 1, 10, 20, None, {"pad": padding}, (), None)
                 processor.append(resource, None, record)
+            # the export thread is writing (and will block once the pipe is full) with
+            # the export lock held: a flush cannot start within its own deadline
+            wait_until(lambda: len(processor._queue) < 2000)
             started = time.monotonic()
             assert processor.force_flush(timeout_millis=300) is False
             assert time.monotonic() - started < 5  # its own deadline, not the pipe's
