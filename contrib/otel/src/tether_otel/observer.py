@@ -181,7 +181,12 @@ class OtelObserver:
         run = self._runs.get(call.run_id)
         if run is None:
             return None
-        return self._open_tool(run, call.call_id, call.name, time.time_ns()).scope()
+        span = run.tools.get(call.call_id)
+        if span is None:
+            span = run.tools[call.call_id] = self._tool_span(
+                run, call.call_id, call.name, time.time_ns()
+            )
+        return span.scope()
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:
@@ -382,19 +387,13 @@ class OtelObserver:
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
-        span = self._open_tool(run, event.call_id, event.name, now)
+        span = run.tools.get(event.call_id)  # opened already if the body started
+        if span is None:
+            span = run.tools[event.call_id] = self._tool_span(run, event.call_id, event.name, now)
         if self.capture_content:
             span.attributes["gen_ai.tool.call.arguments"] = _cut(
                 json.dumps(event.arguments, default=str, ensure_ascii=False)
             )
-
-    def _open_tool(self, run: _Run, call_id: str, name: str, now: int) -> OpenSpan:
-        """The call's ``execute_tool`` span: open already (its body started, or its
-        ``ToolStart`` was handled), else opened now, starting at ``now``."""
-        span = run.tools.get(call_id)
-        if span is None:
-            span = run.tools[call_id] = self._tool_span(run, call_id, name, now)
-        return span
 
     def _tool_span(self, run: _Run, call_id: str, name: str, start_time: int) -> OpenSpan:
         attributes: dict[str, Any] = {"gen_ai.tool.call.id": call_id}
@@ -406,9 +405,10 @@ class OtelObserver:
         return self.writer.open(tool[0], _INTERNAL, run.span, attributes, start_time, tool[1])
 
     def _tool_end(self, run: _Run, event: ToolEnd, now: int) -> None:
-        span = run.tools.pop(event.call_id, None)
-        if span is None:  # answered without having started (interrupted before it ran)
-            span = self._tool_span(run, event.call_id, event.name, now)
+        # a call answered without having started was interrupted before it ran
+        span = run.tools.pop(event.call_id, None) or self._tool_span(
+            run, event.call_id, event.name, now
+        )
         outcome = "interrupted" if event.interrupted else "error" if event.result.is_error else "ok"
         span.attributes["tether.tool.outcome"] = outcome
         if outcome != "ok":

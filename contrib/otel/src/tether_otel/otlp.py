@@ -91,6 +91,7 @@ until they are encoded (:meth:`Encoder.record`), on the export thread or in the 
 process (plain values cross a pipe as they are)."""
 
 _SPAN_KINDS = {kind.value: kind for kind in SpanKind}
+_SAMPLED_FLAGS = TraceFlags(TraceFlags.SAMPLED)
 _UNSET = Status(StatusCode.UNSET)
 
 
@@ -561,25 +562,32 @@ def _record_status(status: tuple[int, str] | None) -> Status:
     return _UNSET if status is None else Status(StatusCode(status[0]), status[1] or None)
 
 
-def record_span(record: SpanRecord) -> ReadableSpan:
-    """The SDK span a :data:`SpanRecord` stands for."""
+def record_span(
+    record: SpanRecord,
+    resource: Any = None,
+    scope: Any = None,
+    flags: TraceFlags = _SAMPLED_FLAGS,
+) -> ReadableSpan:
+    """The SDK span a :data:`SpanRecord` stands for: of an empty resource and no
+    instrumentation scope unless given, its context (and its parent's) with the trace
+    ``flags`` given (a record holds sampled spans only, and OTLP carries no flags)."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import Event, ReadableSpan
 
     (trace_id, span_id, parent_id, remote, name, kind, start, end) = record[:8]
     fixed, attributes, events, status = record[8:]
-    flags = TraceFlags(TraceFlags.SAMPLED)
     return ReadableSpan(
         name=name,
         context=SpanContext(trace_id, span_id, False, flags),
         parent=SpanContext(trace_id, parent_id, remote, flags) if parent_id else None,
-        resource=Resource.get_empty(),
+        resource=Resource.get_empty() if resource is None else resource,
         attributes={**fixed, **attributes} if fixed else dict(attributes),
         events=[Event(n, dict(a), t) for n, a, t in events],
         kind=_SPAN_KINDS[kind],
         status=_record_status(status),
         start_time=start,
         end_time=end,
+        instrumentation_scope=scope,
     )
 
 

@@ -26,11 +26,11 @@ opened, so children and propagated trace headers can name it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from random import getrandbits
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -38,10 +38,10 @@ from opentelemetry.context import Context, attach, detach
 from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-__all__ = ["ApiSpanWriter", "OpenSpan", "SdkSpanWriter", "SpanWriter", "writer_for"]
+if TYPE_CHECKING:
+    from .otlp import SpanRecord
 
-_INTERNAL_KIND = SpanKind.INTERNAL
-_CLIENT_KIND = SpanKind.CLIENT
+__all__ = ["ApiSpanWriter", "OpenSpan", "SdkSpanWriter", "SpanWriter", "writer_for"]
 
 
 class OpenSpan(Protocol):
@@ -98,7 +98,14 @@ class SpanWriter(Protocol):
 
 
 # -- SDK ------------------------------------------------------------------------------------------
+_SAMPLED = TraceFlags.SAMPLED
+
+
 class _SdkSpan:
+    """An open span of an :class:`SdkSpanWriter`: the parts of its
+    :data:`~tether_otel.otlp.SpanRecord` so far (kind, events and status in the record's
+    form)."""
+
     __slots__ = (
         "_context",
         "attributes",
@@ -107,7 +114,8 @@ class _SdkSpan:
         "flags",
         "kind",
         "name",
-        "parent",
+        "parent_id",
+        "remote",
         "span_id",
         "start_time",
         "status",
@@ -119,23 +127,23 @@ class _SdkSpan:
         self,
         writer: SdkSpanWriter,
         name: str,
-        kind: SpanKind,
-        ids: tuple[int, TraceFlags, _SdkSpan | SpanContext | None],
+        kind: int,
+        ids: tuple[int, TraceFlags, int, bool],
         attributes: dict[str, Any],
         start_time: int,
         fixed: Mapping[str, Any] | None,
     ) -> None:
         self.writer = writer
-        self.fixed = fixed
         self.name = name
         self.kind = kind
-        self.trace_id, self.flags, self.parent = ids
+        self.trace_id, self.flags, self.parent_id, self.remote = ids
         self.span_id: int = (writer.random_ids and getrandbits(64)) or writer.ids.generate_span_id()
         self._context: SpanContext | None = None
         self.attributes = attributes
         self.start_time = start_time
-        self.events: list[Any] = []
-        self.status: Status | None = None
+        self.fixed = fixed
+        self.events: tuple[tuple[str, dict[str, Any], int], ...] = ()
+        self.status: tuple[int, str] | None = None
 
     @property
     def context(self) -> SpanContext:
@@ -145,37 +153,45 @@ class _SdkSpan:
         return context
 
     def event(self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None) -> None:
-        self.events.append(self.writer.event(name, dict(attributes), timestamp or time.time_ns()))
+        self.events += ((name, dict(attributes), timestamp or time.time_ns()),)
 
     def fail(self, description: str) -> None:
-        self.status = Status(StatusCode.ERROR, description)
+        self.status = (StatusCode.ERROR.value, description)
 
     def scope(self) -> AbstractContextManager[trace.Span]:
         return _CurrentSpan(self)
 
     def end(self, end_time: int | None = None) -> None:
-        if self.flags & TraceFlags.SAMPLED:
-            writer = self.writer
-            writer.finish(
-                self.name,
-                self.kind,
-                self.trace_id,
-                self.span_id,
+        if self.flags & _SAMPLED:
+            self.writer.write(
+                (
+                    self.trace_id,
+                    self.span_id,
+                    self.parent_id,
+                    self.remote,
+                    self.name,
+                    self.kind,
+                    self.start_time,
+                    end_time or time.time_ns(),
+                    self.fixed,
+                    self.attributes,
+                    self.events,
+                    self.status,
+                ),
                 self.flags,
-                self.parent,
-                self.attributes,
-                self.events,
-                self.status or writer.unset,
-                self.start_time,
-                end_time or time.time_ns(),
-                self.fixed,
             )
 
 
 class _CurrentSpan(trace.NonRecordingSpan):
     """An open :class:`_SdkSpan` made current for a ``with`` block, and the span
     ``trace.get_current_span()`` returns there: non-recording, its context the open
-    span's, built only when asked for (most tool bodies never ask)."""
+    span's, built only when asked for (most tool bodies never ask).
+
+    With the standard runtime context (the writer's :func:`span_slot`), a context with
+    the span is set in OpenTelemetry's context variable directly: what
+    ``attach(set_span_in_context(span))`` does, without its calls."""
+
+    __slots__ = ("_span", "_token")
 
     def __init__(self, span: _SdkSpan) -> None:  # no context to pass up: it is a property
         self._span = span
@@ -186,18 +202,26 @@ class _CurrentSpan(trace.NonRecordingSpan):
         return self._span.context
 
     def __enter__(self) -> trace.Span:
-        self._token = _make_current(self, self._span.writer.span_slot)
+        slot = self._span.writer.span_slot
+        if slot is None:
+            self._token = attach(trace.set_span_in_context(self))
+        else:
+            var, key = slot
+            self._token = var.set(Context({**var.get(), key: self}))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _restore(self._token, self._span.writer.span_slot)
+        slot = self._span.writer.span_slot
+        if slot is None:
+            detach(self._token)
+        else:
+            slot[0].reset(self._token)
 
 
 class SdkSpanWriter:
     """Finished spans straight to the span processor of an SDK tracer (see module docs)."""
 
     def __init__(self, tracer: Any, version: str) -> None:
-        from opentelemetry.sdk.trace import Event, ReadableSpan
         from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
@@ -218,9 +242,6 @@ class SdkSpanWriter:
         the bits are all zero, an invalid id, or ids are not random)."""
         self.sampler = tracer.sampler
         self.scope = InstrumentationScope("tether_otel", version)
-        self.event = Event
-        self.readable = ReadableSpan
-        self.unset = Status(StatusCode.UNSET)
 
     def _ids(
         self,
@@ -228,20 +249,19 @@ class SdkSpanWriter:
         kind: SpanKind,
         parent: OpenSpan | SpanContext | None,
         attributes: dict[str, Any],
-    ) -> tuple[int, TraceFlags, _SdkSpan | SpanContext | None]:
-        """A new span's trace id and flags, and its parent (``None`` for a root span)."""
-        if isinstance(parent, _SdkSpan):
-            return parent.trace_id, parent.flags, parent
-        if isinstance(parent, SpanContext) and parent.is_valid:
-            return parent.trace_id, parent.trace_flags, parent
+    ) -> tuple[int, TraceFlags, int, bool]:
+        """A new span's trace id and flags, and its parent's span id (0 for a root span)
+        and whether that parent is remote."""
+        if type(parent) is _SdkSpan:
+            return parent.trace_id, parent.flags, parent.span_id, False
         if parent is not None and not isinstance(parent, SpanContext):  # another writer's
-            context = parent.context
-            if context.is_valid:
-                return context.trace_id, context.trace_flags, context
+            parent = parent.context
+        if parent is not None and parent.is_valid:
+            return parent.trace_id, parent.trace_flags, parent.span_id, parent.is_remote
         trace_id = self.ids.generate_trace_id()
         decision = self.sampler.should_sample(None, trace_id, name, kind, attributes)
         flags = TraceFlags(TraceFlags.SAMPLED if decision.decision.is_sampled() else 0)
-        return trace_id, flags, None
+        return trace_id, flags, 0, False
 
     def open(
         self,
@@ -252,15 +272,15 @@ class SdkSpanWriter:
         start_time: int | None = None,
         fixed: Mapping[str, Any] | None = None,
     ) -> OpenSpan:
-        if type(parent) is _SdkSpan:  # _ids(), inlined for the common case
-            ids: tuple[int, TraceFlags, _SdkSpan | SpanContext | None] = (
-                parent.trace_id,
-                parent.flags,
-                parent,
-            )
-        else:
-            ids = self._ids(name, kind, parent, attributes)
-        return _SdkSpan(self, name, kind, ids, attributes, start_time or time.time_ns(), fixed)
+        return _SdkSpan(
+            self,
+            name,
+            kind._value_,
+            self._ids(name, kind, parent, attributes),
+            attributes,
+            start_time or time.time_ns(),
+            fixed,
+        )
 
     def record(
         self,
@@ -273,91 +293,48 @@ class SdkSpanWriter:
         events: list[tuple[str, dict[str, Any], int]] | None = None,
         fixed: Mapping[str, Any] | None = None,
     ) -> None:
-        parent_of: _SdkSpan | SpanContext | None
         if type(parent) is _SdkSpan:  # _ids(), inlined for the common case
-            trace_id, flags, parent_of = parent.trace_id, parent.flags, parent
+            trace_id, flags, parent_id, remote = (
+                parent.trace_id,
+                parent.flags,
+                parent.span_id,
+                False,
+            )
         else:
-            trace_id, flags, parent_of = self._ids(name, kind, parent, attributes)
-        if flags & TraceFlags.SAMPLED:
-            self.finish(
-                name,
-                kind,
-                trace_id,
-                (self.random_ids and getrandbits(64)) or self.ids.generate_span_id(),
+            trace_id, flags, parent_id, remote = self._ids(name, kind, parent, attributes)
+        if flags & _SAMPLED:
+            self.write(
+                (
+                    trace_id,
+                    (self.random_ids and getrandbits(64)) or self.ids.generate_span_id(),
+                    parent_id,
+                    remote,
+                    name,
+                    kind._value_,
+                    start_time,
+                    end_time,
+                    fixed,
+                    attributes,
+                    events or (),
+                    None,
+                ),
                 flags,
-                parent_of,
-                attributes,
-                [self.event(*event) for event in events] if events else (),
-                self.unset,
-                start_time,
-                end_time,
-                fixed,
             )
 
-    def finish(
-        self,
-        name: str,
-        kind: SpanKind,
-        trace_id: int,
-        span_id: int,
-        flags: TraceFlags,
-        parent: _SdkSpan | SpanContext | None,
-        attributes: dict[str, Any],
-        events: Sequence[Any],
-        status: Status,
-        start_time: int,
-        end_time: int,
-        fixed: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Hand one finished, sampled span to the provider's span processor (as a
-        :data:`~tether_otel.otlp.SpanRecord`, when that is an
-        :class:`~tether_otel.batch.OtlpBatchSpanProcessor` alone)."""
+    def write(self, record: SpanRecord, flags: TraceFlags) -> None:
+        """Hand one finished, sampled span to the provider's span processor: as it is,
+        when that is an :class:`~tether_otel.batch.OtlpBatchSpanProcessor` alone, else
+        as an SDK span whose context has the trace ``flags``."""
         processors = getattr(self.processor, "_span_processors", None)
         if processors is not self._seen:
             self._find_direct(processors)
         direct = self._direct
         if direct is not None:
-            direct.append_to(
-                self._direct_group,
-                (
-                    trace_id,
-                    span_id,
-                    parent.span_id if parent is not None else 0,
-                    type(parent) is not _SdkSpan and parent is not None and parent.is_remote,  # type: ignore[union-attr]
-                    name,
-                    0  # SpanKind's value, found without hashing the enum (a Python call)
-                    if kind is _INTERNAL_KIND
-                    else 2
-                    if kind is _CLIENT_KIND
-                    else kind.value,
-                    start_time,
-                    end_time,
-                    fixed,
-                    attributes,
-                    [(e.name, e.attributes, e.timestamp) for e in events] if events else (),
-                    None
-                    if status is self.unset or status.status_code is StatusCode.UNSET
-                    else (status.status_code.value, status.description or ""),
-                ),
-            )
-            return
-        if fixed:
-            attributes = {**fixed, **attributes}
-        self.processor.on_end(
-            self.readable(
-                name=name,
-                context=SpanContext(trace_id, span_id, False, flags),
-                parent=parent.context if isinstance(parent, _SdkSpan) else parent,
-                resource=self.resource,
-                attributes=attributes,
-                events=events,
-                kind=kind,
-                status=status,
-                start_time=start_time,
-                end_time=end_time,
-                instrumentation_scope=self.scope,
-            )
-        )
+            direct.append_to(self._direct_group, record)
+        else:
+            from .otlp import record_span
+
+            self.processor.on_end(record_span(record, self.resource, self.scope, flags))
 
     def _find_direct(self, processors: Any) -> None:
         """Note the provider's only span processor if it takes span records (``None``
@@ -371,13 +348,12 @@ class SdkSpanWriter:
 
 # -- API ------------------------------------------------------------------------------------------
 class _ApiSpan:
-    __slots__ = ("attributes", "context", "slot", "span")
+    __slots__ = ("attributes", "context", "span")
 
-    def __init__(self, span: trace.Span, attributes: dict[str, Any], slot: SpanSlot | None) -> None:
+    def __init__(self, span: trace.Span, attributes: dict[str, Any]) -> None:
         self.span = span
         self.context = span.get_span_context()
         self.attributes = attributes
-        self.slot = slot
 
     def event(self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None) -> None:
         self.span.add_event(name, dict(attributes), timestamp=timestamp)
@@ -386,7 +362,9 @@ class _ApiSpan:
         self.span.set_status(Status(StatusCode.ERROR, description))
 
     def scope(self) -> AbstractContextManager[trace.Span]:
-        return _Current(self.span, self.slot)
+        return trace.use_span(
+            self.span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+        )
 
     def end(self, end_time: int | None = None) -> None:
         self.span.set_attributes(self.attributes)
@@ -398,7 +376,6 @@ class ApiSpanWriter:
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
-        self.span_slot = span_slot()
 
     def open(
         self,
@@ -417,7 +394,7 @@ class ApiSpanWriter:
         if parent is not None:
             context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
         span = self.tracer.start_span(name, context=context, kind=kind, start_time=start_time)
-        return _ApiSpan(span, attributes, self.span_slot)
+        return _ApiSpan(span, attributes)
 
     def record(
         self,
@@ -452,43 +429,6 @@ def span_slot() -> SpanSlot | None:
         return None
     keys = list(trace.set_span_in_context(trace.INVALID_SPAN, Context()))
     return (var, keys[0]) if len(keys) == 1 else None
-
-
-def _make_current(span: trace.Span, slot: SpanSlot | None) -> Any:
-    """Make ``span`` current; returns the token :func:`_restore` takes. Given the
-    :func:`span_slot`, a context with the span is set in the context variable
-    directly — what ``attach(set_span_in_context(span))`` does with the standard runtime
-    context, without its calls; given ``None``, through ``attach``."""
-    if slot is None:
-        return attach(trace.set_span_in_context(span))
-    var, key = slot
-    return var.set(Context({**var.get(), key: span}))
-
-
-def _restore(token: Any, slot: SpanSlot | None) -> None:
-    """Restore the context :func:`_make_current` replaced."""
-    if slot is None:
-        detach(token)
-    else:
-        slot[0].reset(token)
-
-
-class _Current:
-    """Makes a span current for a ``with`` block (a lighter ``trace.use_span``)."""
-
-    __slots__ = ("slot", "span", "token")
-
-    def __init__(self, span: trace.Span, slot: SpanSlot | None) -> None:
-        self.span = span
-        self.slot = slot
-        self.token: Any = None
-
-    def __enter__(self) -> trace.Span:
-        self.token = _make_current(self.span, self.slot)
-        return self.span
-
-    def __exit__(self, *exc: object) -> None:
-        _restore(self.token, self.slot)
 
 
 def writer_for(provider: trace.TracerProvider, version: str) -> SpanWriter:
