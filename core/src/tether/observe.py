@@ -30,11 +30,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from time import time_ns
 from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -173,9 +173,17 @@ class RunObservation:
         self._calls = tuple(calls)
         self._batches = tuple(batches)
         self._lone = self._batches[0] if len(self._batches) == 1 and not self._calls else None
-        """The only observer, when that is a batch observer (the common case, tracing)."""
+        """The only observer, when that is a batch observer (see :meth:`notifier`)."""
         self.elapsed = elapsed
         self.done = False
+
+    def notifier(self) -> Callable[[Any], None] | None:
+        """What to hand each event of the run to: :meth:`notify`, or a shortcut of it when
+        the only observer is a batch observer (tracing's common case; it saves a sixth of
+        tracing's cost per event); ``None`` without observers."""
+        if not self.observers:
+            return None
+        return self._add_to_lone_batch if self._lone is not None else self.notify
 
     def notify(self, event: Any) -> None:
         """Give ``event`` to each observer in turn while :func:`current_run` is this run's
@@ -184,21 +192,9 @@ class RunObservation:
         (:func:`tether.events.notify`, inlined: this runs for every event of every
         observed run)."""
         kind = type(event)
-        lone = self._lone
-        # The loop below for a lone batch observer, written out: 3k instructions less per
-        # model round trip of the A benchmark (callgrind), tracing's common case.
-        if lone is not None and kind not in lone.immediate:
-            pending = lone.pending
-            pending.append((event, time.time_ns()))
-            if kind is Done or kind is RunAborted or len(pending) >= BATCH_MAX:
-                self._deliver(lone)
-                self.done = kind is Done
-            elif lone.timer is None:
-                self._deliver_later(lone)
-            return
         calls = self._calls
         if self._batches:
-            now = time.time_ns()
+            now = time_ns()
             for batch in self._batches:
                 if kind in batch.immediate:
                     calls = (*calls, batch.call)
@@ -221,6 +217,21 @@ class RunObservation:
                 _CURRENT_RUN.reset(token)
         if kind is Done:
             self.done = True
+
+    def _add_to_lone_batch(self, event: Any) -> None:
+        """:meth:`notify` when the only observer is a batch observer."""
+        kind = type(event)
+        batch: _Batch = self._lone  # type: ignore[assignment]
+        if kind in batch.immediate:
+            self.notify(event)
+            return
+        pending = batch.pending
+        pending.append((event, time_ns()))
+        if kind is Done or kind is RunAborted or len(pending) >= BATCH_MAX:
+            self._deliver(batch)
+            self.done = kind is Done
+        elif batch.timer is None:
+            self._deliver_later(batch)
 
     def _deliver_later(self, batch: _Batch) -> None:
         try:
