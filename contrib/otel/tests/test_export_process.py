@@ -227,7 +227,7 @@ async def test_a_value_marshal_cannot_carry_is_encoded_in_this_process(
     processor.append(
         Resource.create({}),
         None,
-        (1, 2, 0, False, "odd", 1, 10, 20, None, {"label": Label("x")}, (), None),
+        (1, 0, False, "odd", 1, None, 2, 10, 20, {"label": Label("x")}, (), None),
     )
     assert processor.force_flush()
     assert span_names(receiver) == ["odd"]
@@ -285,7 +285,7 @@ def test_a_stuck_export_process_is_given_up_and_flushes_keep_their_deadlines(
         with caplog.at_level(logging.WARNING, logger="tether_otel.batch"):
             for n in range(2000):  # 4 MB (each padding its own string): over what the pipe holds
                 padding = f"{n:04d}" + "x" * 2000
-                record = (1, n + 1, 0, False, "bulk", 1, 10, 20, None, {"pad": padding}, (), None)
+                record = (1, 0, False, "bulk", 1, None, n + 1, 10, 20, {"pad": padding}, (), None)
                 processor.append(resource, None, record)
             # the export thread is writing (and will block once the pipe is full) with
             # the export lock held: a flush cannot start within its own deadline

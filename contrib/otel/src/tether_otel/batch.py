@@ -246,9 +246,10 @@ class OtlpBatchSpanProcessor(SpanProcessor):
             queue = self._queue
             heads = self._heads
             encoder = self.encoder
+            take = queue.popleft
             while queue:
                 count = min(len(queue), self.max_export_batch_size)
-                batch = [queue.popleft() for _ in range(count)]
+                batch = [take() for _ in range(count)]
                 if self.export_process and self._to_process(
                     batch, deadline or time.monotonic() + self.write_timeout_s
                 ):

@@ -81,7 +81,8 @@ class ExportProcess:
         _widen(self._stdin)
         os.set_blocking(self._stdin, False)  # writes wait in select, until a deadline
         self._stdout = self._process.stdout
-        self._heads: set[int] = set()
+        self._heads_sent = 0
+        """The child has the heads of the groups numbered below this."""
         self._flushes = 0
         self._write(("config", dict(arguments)), time.monotonic() + 30)
 
@@ -97,7 +98,8 @@ class ExportProcess:
     ) -> None:
         """Send one batch to be exported as one request: ``(group, span)`` pairs, where a
         span is a :data:`~tether_otel.otlp.SpanRecord` or an encoded ``Span`` message and
-        ``heads[group]`` is its group's head.
+        ``heads[group]`` is its group's head. ``heads`` holds every group's head and only
+        grows; the child is sent those it has not had yet.
 
         :param deadline: a :func:`time.monotonic` time by which the child must have taken
             it (its pipe holds about a megabyte; a child that takes nothing until then is
@@ -109,9 +111,9 @@ class ExportProcess:
             was sent).
         """
         frame = _frame(("spans", spans))  # ValueError before anything is written
-        for group in {group for group, _ in spans} - self._heads:
+        for group in range(self._heads_sent, len(heads)):  # groups are only ever added
             self._write(("head", group, tuple(heads[group])), deadline)
-            self._heads.add(group)
+            self._heads_sent = group + 1
         self._send(frame, deadline)
 
     def flush(self, timeout_s: float) -> bool:

@@ -57,7 +57,7 @@ from tether.observe import ToolCallInfo, current_run
 from tether.scrub import scrub
 
 from .instruments import Instruments
-from .spans import OpenSpan, writer_for
+from .spans import OpenSpan, SpanTemplate, writer_for
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -94,8 +94,10 @@ class _Run:
     """(tool name, outcome) -> calls, added to the counters when the run ends."""
     labels: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """Metric attributes of chat calls by response model: (duration, input, output)."""
-    chats: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The fixed attributes of chat spans, by response model."""
+    chats: dict[str, SpanTemplate] = field(default_factory=dict)
+    """The template of the run's chat spans, by response model."""
+    tool_spans: dict[str, SpanTemplate] = field(default_factory=dict)
+    """The template of the run's ``execute_tool`` spans, by tool name."""
     chat_name: str = ""
     """The name of the run's chat spans (``chat <model>``)."""
 
@@ -122,8 +124,9 @@ class OtelObserver:
         )
         self.capture_content = capture_content
         self._runs: dict[str, _Run] = {}
-        self._tools: dict[str, tuple[str, dict[str, Any]]] = {}
-        """Span name and fixed attributes of each tool's spans, by tool name."""
+        self._tools: dict[str, dict[str, Any]] = {}
+        """The fixed attributes of each tool's spans, by tool name (the same mapping in
+        every run, encoded once)."""
         self._handlers: dict[type, _Handler] = {
             TurnEnd: self._turn_end,
             ToolStart: self._tool_start,
@@ -213,13 +216,11 @@ class OtelObserver:
             attributes["gen_ai.request.temperature"] = start.temperature
         if start.max_output_tokens is not None:
             attributes["gen_ai.request.max_tokens"] = start.max_output_tokens
-        span = self.writer.open(
-            "invoke_agent",
-            SpanKind.INTERNAL,
-            parent_context,
-            attributes,
-            start_time=int(start.started * 1e9),
+        writer = self.writer
+        template = writer.template(
+            "invoke_agent", SpanKind.INTERNAL, parent_context, attributes=attributes
         )
+        span = writer.open(template, attributes, int(start.started * 1e9))
         self._runs[start.run_id] = _Run(start, span, base, chat_name=f"chat {model}")
 
     def _text(self, run: _Run, event: TextDelta, now: int) -> None:
@@ -299,7 +300,9 @@ class OtelObserver:
         usage = event.usage
         chat = run.chats.get(event.model)
         if chat is None:
-            chat = run.chats[event.model] = _chat_attributes(run, event.model)
+            chat = run.chats[event.model] = self.writer.template(
+                run.chat_name, _CLIENT, run.span, _chat_attributes(run, event.model)
+            )
         attributes: dict[str, Any] = {
             "gen_ai.response.finish_reasons": _FINISH_REASONS[event.stop_reason],
             "gen_ai.usage.input_tokens": usage.input_tokens,
@@ -325,22 +328,13 @@ class OtelObserver:
             attributes["gen_ai.output.messages"] = _messages(
                 "assistant", text, event.stop_reason.value
             )
-        self.writer.record(
-            run.chat_name,
-            _CLIENT,
-            run.span,
-            attributes,
-            now - int(event.latency * 1e9),
-            now,
-            events,
-            chat,
-        )
+        self.writer.record(chat, attributes, now - int(event.latency * 1e9), now, events)
         instruments = self.instruments
         if instruments is not None:
             labels = run.labels.get(event.model)
             if labels is None:
                 labels = run.labels[event.model] = _chat_labels(
-                    run.base, chat["gen_ai.response.model"]
+                    run.base, _bare_model(event.model, run.start.provider)
                 )
             tokens = instruments.token_usage
             instruments.record(tokens, usage.input_tokens, labels[1])
@@ -396,13 +390,17 @@ class OtelObserver:
             )
 
     def _tool_span(self, run: _Run, call_id: str, name: str, start_time: int) -> OpenSpan:
-        attributes: dict[str, Any] = {"gen_ai.tool.call.id": call_id}
-        tool = self._tools.get(name)
-        if tool is None:
-            if len(self._tools) >= 1024:
-                self._tools.clear()
-            tool = self._tools[name] = (f"execute_tool {name}", _tool_attributes(name))
-        return self.writer.open(tool[0], _INTERNAL, run.span, attributes, start_time, tool[1])
+        template = run.tool_spans.get(name)
+        if template is None:
+            fixed = self._tools.get(name)
+            if fixed is None:
+                if len(self._tools) >= 1024:
+                    self._tools.clear()
+                fixed = self._tools[name] = _tool_attributes(name)
+            template = run.tool_spans[name] = self.writer.template(
+                f"execute_tool {name}", _INTERNAL, run.span, fixed
+            )
+        return self.writer.open(template, {"gen_ai.tool.call.id": call_id}, start_time)
 
     def _tool_end(self, run: _Run, event: ToolEnd, now: int) -> None:
         # a call answered without having started was interrupted before it ran

@@ -73,16 +73,18 @@ UNENCODABLE = (Unsupported, UnicodeEncodeError, AttributeError, TypeError, KeyEr
 """What the fast encoder raises for a span it leaves to the SDK's encoder."""
 
 SpanRecord = tuple[
+    # what the spans of one template share (tether_otel.spans), the record's head:
     int,  # trace id
-    int,  # span id
     int,  # parent span id (0: none)
     bool,  # the parent is remote
     str,  # name
     int,  # kind (SpanKind's value)
+    "Mapping[str, Any] | None",  # attributes shared by many spans (see Encoder.fixed)
+    # the span's own:
+    int,  # span id
     int,  # start time (ns since the epoch)
     int,  # end time
-    "Mapping[str, Any] | None",  # attributes shared by many spans (see Encoder.fixed)
-    "Mapping[str, Any]",  # the span's own attributes
+    "Mapping[str, Any]",  # attributes
     "Sequence[tuple[str, Mapping[str, Any], int]]",  # events: (name, attributes, time)
     "tuple[int, str] | None",  # status code's value and description; None: unset
 ]
@@ -413,8 +415,8 @@ class Encoder:
         """One ``Span`` message for a :data:`SpanRecord` (raises one of
         :data:`UNENCODABLE` for a value it leaves to the SDK's encoder: see
         :func:`encode_record`)."""
-        (trace_id, span_id, parent_id, remote, name, kind, start, end) = record[:8]
-        fixed, attributes, events, status = record[8:]
+        (trace_id, parent_id, remote, name, kind, fixed) = record[:6]
+        span_id, start, end, attributes, events, status = record[6:]
         encoded = self.attributes(b"\x4a", attributes)
         if fixed:
             encoded = self.fixed(fixed) + encoded
@@ -574,8 +576,8 @@ def record_span(
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import Event, ReadableSpan
 
-    (trace_id, span_id, parent_id, remote, name, kind, start, end) = record[:8]
-    fixed, attributes, events, status = record[8:]
+    (trace_id, parent_id, remote, name, kind, fixed) = record[:6]
+    span_id, start, end, attributes, events, status = record[6:]
     return ReadableSpan(
         name=name,
         context=SpanContext(trace_id, span_id, False, flags),

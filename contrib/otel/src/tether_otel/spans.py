@@ -4,19 +4,22 @@ Starting a span through the SDK's tracer costs tens of microseconds (sampling, l
 attribute validation, a lock per span) — as much as a whole model round trip of the
 harness. tether knows every span's timing and attributes when it ends, so with an SDK
 tracer provider :class:`SdkSpanWriter` only allocates the span's ids while it is open and
-hands one finished :class:`~opentelemetry.sdk.trace.ReadableSpan` to the provider's span
-processor (batching, export) when it ends: a few microseconds (a span whose start and
-end are both known, a model call, is written in one step). When that processor is the
-provider's only one and is tether-otel's
+hands the finished span to the provider's span processor (batching, export) when it ends:
+a few microseconds (a span whose start and end are both known, a model call, is written
+in one step). When that processor is the provider's only one and is tether-otel's
 :class:`~tether_otel.batch.OtlpBatchSpanProcessor` (what ``[observers.otel]`` builds),
-the span is queued as a :data:`~tether_otel.otlp.SpanRecord` of its parts instead, with no
-span object at all, and encoded where the batch is exported. Sampling follows the
-provider's sampler for a run without a parent and the parent's decision otherwise.
+the span is queued as a :data:`~tether_otel.otlp.SpanRecord` of plain values, with no
+span object at all, and encoded where the batch is exported; any other processor gets an
+SDK :class:`~opentelemetry.sdk.trace.ReadableSpan`. Sampling follows the provider's
+sampler for a new trace and the parent's decision otherwise.
 
-Attributes may come in two mappings: ``fixed``, shared by many spans (the same object
-each time, never changed once used: a run's model and provider, a tool's name), whose
-encoding is computed once; and the span's own ``attributes``. Their keys must not
-overlap.
+Spans are written from a *template*: what many spans share — a name, a kind, a parent
+and the attributes ``fixed`` for all of them (the same mapping each time, never changed
+once used: a run's model and provider, a tool's name), whose encoding is computed once.
+A writer makes one with :meth:`SpanWriter.template`, and every span opened or recorded
+from it adds only its own attributes (whose keys must not overlap the fixed ones) and
+times: the chat spans of one run and model share one, as do the calls of one tool in one
+run.
 
 Any other provider (the API's no-op one, a vendor SDK) goes through the tracer API
 (:class:`ApiSpanWriter`). Either way a span's ``context`` exists from the moment it is
@@ -41,7 +44,22 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 if TYPE_CHECKING:
     from .otlp import SpanRecord
 
-__all__ = ["ApiSpanWriter", "OpenSpan", "SdkSpanWriter", "SpanWriter", "writer_for"]
+__all__ = [
+    "ApiSpanWriter",
+    "OpenSpan",
+    "SdkSpanWriter",
+    "SpanTemplate",
+    "SpanWriter",
+    "writer_for",
+]
+
+SpanTemplate: TypeAlias = Any
+"""What :meth:`SpanWriter.template` returns, for that writer's ``open`` and ``record``."""
+
+Events: TypeAlias = (
+    "tuple[tuple[str, dict[str, Any], int], ...] | list[tuple[str, dict[str, Any], int]]"
+)
+"""A span's events: (name, attributes, time in ns since the epoch)."""
 
 
 class OpenSpan(Protocol):
@@ -70,78 +88,96 @@ class OpenSpan(Protocol):
 
 
 class SpanWriter(Protocol):
-    def record(
+    def template(
         self,
         name: str,
         kind: SpanKind,
         parent: OpenSpan | SpanContext | None,
-        attributes: dict[str, Any],
-        start_time: int,
-        end_time: int,
-        events: list[tuple[str, dict[str, Any], int]] | None = None,
         fixed: Mapping[str, Any] | None = None,
-    ) -> None:
-        """A span whose start and end are both known: opened and ended at once, with
-        ``events`` as (name, attributes, timestamp). ``parent`` is an open span of this
-        writer, another span's context, or ``None`` for a new trace."""
+        attributes: Mapping[str, Any] | None = None,
+    ) -> SpanTemplate:
+        """What spans named ``name`` of ``kind`` under ``parent`` with the attributes
+        ``fixed`` share (see the module docs). ``parent`` is an open span of this writer,
+        another span's context, or ``None`` for a new trace: one whose sampling the
+        provider's sampler decides now, given ``attributes`` (a new trace's template is
+        for its root span alone)."""
         ...
 
     def open(
+        self, template: SpanTemplate, attributes: dict[str, Any], start_time: int | None = None
+    ) -> OpenSpan:
+        """A span of ``template`` starting now or at ``start_time`` (ns since the epoch)."""
+        ...
+
+    def record(
         self,
-        name: str,
-        kind: SpanKind,
-        parent: OpenSpan | SpanContext | None,
+        template: SpanTemplate,
         attributes: dict[str, Any],
-        start_time: int | None = None,
-        fixed: Mapping[str, Any] | None = None,
-    ) -> OpenSpan: ...
+        start_time: int,
+        end_time: int,
+        events: Events | None = None,
+    ) -> None:
+        """A span of ``template`` whose start and end are both known: opened and ended at
+        once."""
+        ...
 
 
 # -- SDK ------------------------------------------------------------------------------------------
 _SAMPLED = TraceFlags.SAMPLED
 
 
+class _SdkTemplate:
+    """A template of an :class:`SdkSpanWriter`: the trace its spans belong to, and the
+    head of their records (``None`` when they are not sampled, and not written)."""
+
+    __slots__ = ("flags", "head", "trace_id")
+
+    def __init__(
+        self,
+        trace_id: int,
+        flags: TraceFlags,
+        parent_id: int,
+        remote: bool,
+        name: str,
+        kind: SpanKind,
+        fixed: Mapping[str, Any] | None,
+    ) -> None:
+        self.trace_id = trace_id
+        self.flags = flags
+        self.head = (
+            (trace_id, parent_id, remote, name, kind._value_, fixed) if flags & _SAMPLED else None
+        )
+
+
 class _SdkSpan:
-    """An open span of an :class:`SdkSpanWriter`: the parts of its
-    :data:`~tether_otel.otlp.SpanRecord` so far (kind, events and status in the record's
+    """An open span of an :class:`SdkSpanWriter`: its template and the rest of its
+    :data:`~tether_otel.otlp.SpanRecord` so far (events and status in the record's
     form)."""
 
     __slots__ = (
         "_context",
         "attributes",
         "events",
-        "fixed",
-        "flags",
-        "kind",
-        "name",
-        "parent_id",
-        "remote",
         "span_id",
         "start_time",
         "status",
-        "trace_id",
+        "template",
         "writer",
     )
 
     def __init__(
         self,
         writer: SdkSpanWriter,
-        name: str,
-        kind: int,
-        ids: tuple[int, TraceFlags, int, bool],
+        template: _SdkTemplate,
         attributes: dict[str, Any],
         start_time: int,
-        fixed: Mapping[str, Any] | None,
     ) -> None:
         self.writer = writer
-        self.name = name
-        self.kind = kind
-        self.trace_id, self.flags, self.parent_id, self.remote = ids
+        self.template = template
         self.span_id: int = (writer.random_ids and getrandbits(64)) or writer.ids.generate_span_id()
         self._context: SpanContext | None = None
         self.attributes = attributes
         self.start_time = start_time
-        self.fixed = fixed
         self.events: tuple[tuple[str, dict[str, Any], int], ...] = ()
         self.status: tuple[int, str] | None = None
 
@@ -149,7 +185,9 @@ class _SdkSpan:
     def context(self) -> SpanContext:
         context = self._context
         if context is None:
-            context = self._context = SpanContext(self.trace_id, self.span_id, False, self.flags)
+            template = self.template
+            context = SpanContext(template.trace_id, self.span_id, False, template.flags)
+            self._context = context
         return context
 
     def event(self, name: str, attributes: Mapping[str, Any], timestamp: int | None = None) -> None:
@@ -162,23 +200,19 @@ class _SdkSpan:
         return _CurrentSpan(self)
 
     def end(self, end_time: int | None = None) -> None:
-        if self.flags & _SAMPLED:
+        template = self.template
+        if template.head is not None:
             self.writer.write(
-                (
-                    self.trace_id,
+                template.head  # noqa: RUF005 (one concatenation: cheaper than unpacking)
+                + (
                     self.span_id,
-                    self.parent_id,
-                    self.remote,
-                    self.name,
-                    self.kind,
                     self.start_time,
                     end_time or time.time_ns(),
-                    self.fixed,
                     self.attributes,
                     self.events,
                     self.status,
                 ),
-                self.flags,
+                template.flags,
             )
 
 
@@ -243,82 +277,62 @@ class SdkSpanWriter:
         self.sampler = tracer.sampler
         self.scope = InstrumentationScope("tether_otel", version)
 
-    def _ids(
+    def template(
         self,
         name: str,
         kind: SpanKind,
         parent: OpenSpan | SpanContext | None,
-        attributes: dict[str, Any],
-    ) -> tuple[int, TraceFlags, int, bool]:
-        """A new span's trace id and flags, and its parent's span id (0 for a root span)
-        and whether that parent is remote."""
+        fixed: Mapping[str, Any] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> SpanTemplate:
         if type(parent) is _SdkSpan:
-            return parent.trace_id, parent.flags, parent.span_id, False
+            of = parent.template
+            return _SdkTemplate(of.trace_id, of.flags, parent.span_id, False, name, kind, fixed)
         if parent is not None and not isinstance(parent, SpanContext):  # another writer's
             parent = parent.context
         if parent is not None and parent.is_valid:
-            return parent.trace_id, parent.trace_flags, parent.span_id, parent.is_remote
+            return _SdkTemplate(
+                parent.trace_id,
+                parent.trace_flags,
+                parent.span_id,
+                parent.is_remote,
+                name,
+                kind,
+                fixed,
+            )
         trace_id = self.ids.generate_trace_id()
-        decision = self.sampler.should_sample(None, trace_id, name, kind, attributes)
-        flags = TraceFlags(TraceFlags.SAMPLED if decision.decision.is_sampled() else 0)
-        return trace_id, flags, 0, False
+        sampled = self.sampler.should_sample(
+            None, trace_id, name, kind, {**(fixed or {}), **(attributes or {})}
+        ).decision.is_sampled()
+        flags = TraceFlags(TraceFlags.SAMPLED if sampled else 0)
+        return _SdkTemplate(trace_id, flags, 0, False, name, kind, fixed)
 
     def open(
-        self,
-        name: str,
-        kind: SpanKind,
-        parent: OpenSpan | SpanContext | None,
-        attributes: dict[str, Any],
-        start_time: int | None = None,
-        fixed: Mapping[str, Any] | None = None,
+        self, template: SpanTemplate, attributes: dict[str, Any], start_time: int | None = None
     ) -> OpenSpan:
-        return _SdkSpan(
-            self,
-            name,
-            kind._value_,
-            self._ids(name, kind, parent, attributes),
-            attributes,
-            start_time or time.time_ns(),
-            fixed,
-        )
+        return _SdkSpan(self, template, attributes, start_time or time.time_ns())
 
     def record(
         self,
-        name: str,
-        kind: SpanKind,
-        parent: OpenSpan | SpanContext | None,
+        template: SpanTemplate,
         attributes: dict[str, Any],
         start_time: int,
         end_time: int,
-        events: list[tuple[str, dict[str, Any], int]] | None = None,
-        fixed: Mapping[str, Any] | None = None,
+        events: Events | None = None,
     ) -> None:
-        if type(parent) is _SdkSpan:  # _ids(), inlined for the common case
-            trace_id, flags, parent_id, remote = (
-                parent.trace_id,
-                parent.flags,
-                parent.span_id,
-                False,
-            )
-        else:
-            trace_id, flags, parent_id, remote = self._ids(name, kind, parent, attributes)
-        if flags & _SAMPLED:
+        head = template.head
+        if head is not None:
             self.write(
-                (
-                    trace_id,
+                head  # noqa: RUF005 (one concatenation: cheaper than unpacking)
+                + (
                     (self.random_ids and getrandbits(64)) or self.ids.generate_span_id(),
-                    parent_id,
-                    remote,
-                    name,
-                    kind._value_,
                     start_time,
                     end_time,
-                    fixed,
                     attributes,
                     events or (),
                     None,
                 ),
-                flags,
+                template.flags,
             )
 
     def write(self, record: SpanRecord, flags: TraceFlags) -> None:
@@ -372,42 +386,45 @@ class _ApiSpan:
 
 
 class ApiSpanWriter:
-    """Spans through the tracer API, for providers that are not the OpenTelemetry SDK's."""
+    """Spans through the tracer API, for providers that are not the OpenTelemetry SDK's.
+    A template is the arguments of ``start_span`` that its spans share."""
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
 
-    def open(
+    def template(
         self,
         name: str,
         kind: SpanKind,
         parent: OpenSpan | SpanContext | None,
-        attributes: dict[str, Any],
-        start_time: int | None = None,
         fixed: Mapping[str, Any] | None = None,
-    ) -> OpenSpan:
-        if fixed:
-            attributes = {**fixed, **attributes}
+        attributes: Mapping[str, Any] | None = None,
+    ) -> SpanTemplate:
         if parent is not None and not isinstance(parent, SpanContext):
             parent = parent.context
         context: Context | None = None
         if parent is not None:
             context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+        return (name, kind, context, fixed)
+
+    def open(
+        self, template: SpanTemplate, attributes: dict[str, Any], start_time: int | None = None
+    ) -> OpenSpan:
+        name, kind, context, fixed = template
+        if fixed:
+            attributes = {**fixed, **attributes}
         span = self.tracer.start_span(name, context=context, kind=kind, start_time=start_time)
         return _ApiSpan(span, attributes)
 
     def record(
         self,
-        name: str,
-        kind: SpanKind,
-        parent: OpenSpan | SpanContext | None,
+        template: SpanTemplate,
         attributes: dict[str, Any],
         start_time: int,
         end_time: int,
-        events: list[tuple[str, dict[str, Any], int]] | None = None,
-        fixed: Mapping[str, Any] | None = None,
+        events: Events | None = None,
     ) -> None:
-        span = self.open(name, kind, parent, attributes, start_time, fixed)
+        span = self.open(template, attributes, start_time)
         for event in events or ():
             span.event(*event)
         span.end(end_time)
