@@ -240,3 +240,23 @@ def test_a_forked_child_starts_with_an_empty_queue_and_its_own_export_thread(
         assert reading.read() == "0 1 1"  # none of the parent's, a live worker, its own
     provider.shutdown()
     assert span_counts(receiver) == [1]  # the parent sends only its own
+
+
+def test_a_bulk_of_spans_beyond_the_queue_drops_its_newest_with_one_warning(
+    receiver: FakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    processor = OtlpBatchSpanProcessor(
+        exporter(receiver), max_queue_size=4, max_export_batch_size=4, schedule_delay_millis=60_000
+    )
+    group = processor.group(Resource.create({}), None)
+    records = [(1, 0, False, f"step {i}", 1, None, i + 1, 10, 20, {}, (), None) for i in range(6)]
+    with processor._export_lock, caplog.at_level(logging.WARNING, logger="tether_otel.batch"):
+        processor.extend_to(group, records)
+    assert processor.dropped == 2
+    assert caplog.text.count("OTEL_BSP_MAX_QUEUE_SIZE") == 1
+    assert processor.force_flush()
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(receiver.requests[0].body)
+    names = [s.name for s in request.resource_spans[0].scope_spans[0].spans]
+    assert names == ["step 0", "step 1", "step 2", "step 3"]  # the first four, in order
+    processor.shutdown()

@@ -601,3 +601,33 @@ async def test_a_span_handler_that_raises_is_logged_and_the_rest_are_handled(
     names = sorted(s.name for s in telemetry.finished())
     assert names == ["chat scripted-model", "execute_tool add", "invoke_agent"]  # one lost
     telemetry.close()
+
+
+def test_spans_written_before_the_span_processors_change_go_where_they_were_written_for() -> None:
+    from tether_otel.spans import writer_for
+
+    with FakeServer(lambda r: FakeResponse(status=200, body=b"")) as receiver:
+        tracer_provider = TracerProvider()
+        exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces", timeout=5)
+        tracer_provider.add_span_processor(OtlpBatchSpanProcessor(exporter))
+        writer = writer_for(tracer_provider, "test")
+        root = writer.open(writer.template("run", SpanKind.INTERNAL, None), {})
+        step = writer.template("step", SpanKind.CLIENT, root, {"fixed": 1})
+        writer.record(step, {"n": 1}, 10, 20)  # kept for the batch's flush
+        later = InMemorySpanExporter()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(later))
+        writer.record(step, {"n": 2}, 30, 40)  # the processors changed: both get it
+        root.end()
+        writer.flush()
+        assert [(s.name, dict(s.attributes or {})) for s in later.get_finished_spans()] == [
+            ("step", {"fixed": 1, "n": 2}),
+            ("run", {}),
+        ]
+        assert tracer_provider.force_flush()
+        sent = [span for request in receiver.requests for span in decoded(request.body)]
+        assert [(s.name, (s.attributes or {}).get("n")) for s in sent] == [
+            ("step", 1),
+            ("step", 2),
+            ("run", None),
+        ]
+        tracer_provider.shutdown()

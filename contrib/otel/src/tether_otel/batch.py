@@ -33,6 +33,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.context import (
@@ -196,22 +197,31 @@ class OtlpBatchSpanProcessor(SpanProcessor):
 
     def append_to(self, group: int, span: bytes | SpanRecord) -> None:
         """:meth:`append` for the (resource, scope) pair :meth:`group` numbered ``group``."""
+        self.extend_to(group, (span,))
+
+    def extend_to(self, group: int, spans: Sequence[bytes | SpanRecord]) -> None:
+        """:meth:`append_to` for each of ``spans``, in order (those that do not fit in the
+        queue are dropped)."""
         if self._shutdown:
             return
         queue = self._queue
-        if len(queue) >= self.max_queue_size:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                _logger.warning(
-                    "The span queue is full (%d spans); %d spans dropped so far. Raise "
-                    "OTEL_BSP_MAX_QUEUE_SIZE or check that the collector keeps up.",
-                    self.max_queue_size,
-                    self.dropped,
-                )
-            return
-        queue.append((group, span))
+        room = self.max_queue_size - len(queue)
+        if len(spans) > room:
+            self._drop(len(spans) - max(room, 0))
+            spans = spans[: max(room, 0)]
+        queue.extend([(group, span) for span in spans])
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
             self._wake.set()
+
+    def _drop(self, count: int) -> None:
+        before, self.dropped = self.dropped, self.dropped + count
+        if before == 0 or before // 1000 != self.dropped // 1000:
+            _logger.warning(
+                "The span queue is full (%d spans); %d spans dropped so far. Raise "
+                "OTEL_BSP_MAX_QUEUE_SIZE or check that the collector keeps up.",
+                self.max_queue_size,
+                self.dropped,
+            )
 
     def group(self, resource: Any, scope: Any) -> int:
         """The number the queue knows the spans of ``resource`` and ``scope`` by."""

@@ -91,7 +91,8 @@ class _Run:
     retries: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     tools: dict[str, OpenSpan] = field(default_factory=dict)
     tool_counts: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(tool name, outcome) -> calls, added to the counters when the run ends."""
+    """(tool name, outcome) -> calls, added to the counters when the run ends (with
+    metrics on)."""
     labels: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """Metric attributes of chat calls by response model: (duration, input, output)."""
     chats: dict[str, SpanTemplate] = field(default_factory=dict)
@@ -155,7 +156,10 @@ class OtelObserver:
         if handler is not None:
             run = self._current()
             if run is not None:
-                handler(run, event, time.time_ns())
+                try:
+                    handler(run, event, time.time_ns())
+                finally:
+                    self.writer.flush()
 
     def observe_batch(self, start: RunStart, events: Sequence[tuple[Any, int]]) -> None:
         """Handle events of the run ``start`` that came at the times given, in order (a
@@ -164,15 +168,18 @@ class OtelObserver:
         if run is None:
             return
         handlers = self._handlers
-        for event, now in events:
-            handler = handlers.get(type(event))
-            if handler is not None:
-                try:
-                    handler(run, event, now)
-                except Exception:
-                    logging.getLogger("tether.observers").exception(
-                        "event observer %r raised on %s", self, type(event).__name__
-                    )
+        try:
+            for event, now in events:
+                handler = handlers.get(type(event))
+                if handler is not None:
+                    try:
+                        handler(run, event, now)
+                    except Exception:
+                        logging.getLogger("tether.observers").exception(
+                            "event observer %r raised on %s", self, type(event).__name__
+                        )
+        finally:
+            self.writer.flush()
 
     def _current(self) -> _Run | None:
         start = current_run()
@@ -417,8 +424,9 @@ class OtelObserver:
         if self.capture_content:
             span.attributes["gen_ai.tool.call.result"] = _cut(event.result.text)
         span.end(now)
-        key = (event.name, outcome)
-        run.tool_counts[key] = run.tool_counts.get(key, 0) + 1
+        if self.instruments is not None:
+            key = (event.name, outcome)
+            run.tool_counts[key] = run.tool_counts.get(key, 0) + 1
 
     def runs_in_progress(self) -> Iterator[str]:
         """Ids of the runs whose spans are open (for diagnostics)."""

@@ -28,6 +28,8 @@ opened, so children and propagated trace headers can name it.
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -121,9 +123,15 @@ class SpanWriter(Protocol):
         once."""
         ...
 
+    def flush(self) -> None:
+        """Hand the spans that ended since the last flush to the span processor, if the
+        writer keeps them until then (call it after each batch of spans)."""
+        ...
+
 
 # -- SDK ------------------------------------------------------------------------------------------
 _SAMPLED = TraceFlags.SAMPLED
+_SAMPLED_FLAGS = TraceFlags(TraceFlags.SAMPLED)
 
 
 class _SdkTemplate:
@@ -266,6 +274,9 @@ class SdkSpanWriter:
         self._seen: object = None
         self._direct: OtlpBatchSpanProcessor | None = None
         self._direct_group = 0
+        self._written: collections.deque[SpanRecord] = collections.deque()
+        """Records for the direct processor that :meth:`flush` has not handed over yet."""
+        self._handover = threading.Lock()
         self.resource = tracer.resource
         self.span_slot = span_slot()
         self.ids = tracer.id_generator
@@ -336,19 +347,39 @@ class SdkSpanWriter:
             )
 
     def write(self, record: SpanRecord, flags: TraceFlags) -> None:
-        """Hand one finished, sampled span to the provider's span processor: as it is,
-        when that is an :class:`~tether_otel.batch.OtlpBatchSpanProcessor` alone, else
-        as an SDK span whose context has the trace ``flags``."""
+        """Write one finished, sampled span: kept as it is for the next :meth:`flush`
+        when the provider's only span processor is an
+        :class:`~tether_otel.batch.OtlpBatchSpanProcessor`, else handed to the processor
+        now as an SDK span whose context has the trace ``flags``."""
         processors = getattr(self.processor, "_span_processors", None)
         if processors is not self._seen:
+            self.flush()  # what was written so far goes where it was written for
             self._find_direct(processors)
-        direct = self._direct
-        if direct is not None:
-            direct.append_to(self._direct_group, record)
+        if self._direct is not None:
+            self._written.append(record)
         else:
-            from .otlp import record_span
+            self._to_processor(record, flags)
 
-            self.processor.on_end(record_span(record, self.resource, self.scope, flags))
+    def flush(self) -> None:
+        """Hand the records written since the last flush to the direct processor, in one
+        go (one written while the processors change goes to them as an SDK span)."""
+        written = self._written
+        if not written:
+            return
+        with self._handover:
+            take = written.popleft
+            records = [take() for _ in range(len(written))]
+            direct = self._direct
+            if direct is not None:
+                direct.extend_to(self._direct_group, records)
+            else:
+                for record in records:
+                    self._to_processor(record, _SAMPLED_FLAGS)
+
+    def _to_processor(self, record: SpanRecord, flags: TraceFlags) -> None:
+        from .otlp import record_span
+
+        self.processor.on_end(record_span(record, self.resource, self.scope, flags))
 
     def _find_direct(self, processors: Any) -> None:
         """Note the provider's only span processor if it takes span records (``None``
@@ -428,6 +459,9 @@ class ApiSpanWriter:
         for event in events or ():
             span.event(*event)
         span.end(end_time)
+
+    def flush(self) -> None:
+        """Nothing to do: spans go to the tracer as they end."""
 
 
 # -- current spans --------------------------------------------------------------------------------
