@@ -94,16 +94,18 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
     batched = batched_provider.get_tracer("bench")
     writer = writer_for(never_exporting(), "0")
     assert isinstance(writer, SdkSpanWriter)
-    root = writer.open("invoke_agent", SpanKind.INTERNAL, None, {})
+    root = writer.open(writer.template("invoke_agent", SpanKind.INTERNAL, None), {})
     parent = trace.set_span_in_context(trace.NonRecordingSpan(root.context))
+    chat_template = writer.template("chat scripted-model", SpanKind.CLIENT, root.context)
+    tool_template = writer.template("execute_tool add", SpanKind.INTERNAL, root.context)
     keeper = writer_for(TracerProvider(), "0")
     assert isinstance(keeper, SdkSpanWriter)
     kept = keeper.processor = Keep()
+    kept_chat = keeper.template("chat scripted-model", SpanKind.CLIENT, root.context)
+    kept_tool = keeper.template("execute_tool add", SpanKind.INTERNAL, root.context)
     for i in range(256):
-        keeper.record(
-            "chat scripted-model", SpanKind.CLIENT, root.context, chat_attributes(i), 1, 2
-        )
-        tool = keeper.open("execute_tool add", SpanKind.INTERNAL, root.context, tool_attributes(i))
+        keeper.record(kept_chat, chat_attributes(i), 1, 2)
+        tool = keeper.open(kept_tool, tool_attributes(i))
         tool.attributes["tether.tool.outcome"] = "ok"
         tool.end()
     batch = kept.spans
@@ -138,12 +140,8 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
 
     def tether_spans() -> None:
         for i in range(n):
-            writer.record(
-                "chat scripted-model", SpanKind.CLIENT, root.context, chat_attributes(i), 1, 2
-            )
-            span = writer.open(
-                "execute_tool add", SpanKind.INTERNAL, root.context, tool_attributes(i)
-            )
+            writer.record(chat_template, chat_attributes(i), 1, 2)
+            span = writer.open(tool_template, tool_attributes(i))
             span.attributes["tether.tool.outcome"] = "ok"
             span.end()
         writer.processor._span_processors[0]._batch_processor._queue.clear()
@@ -157,7 +155,7 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
     )
     direct_provider.add_span_processor(direct_processor)
     direct = writer_for(direct_provider, "0")
-    run = direct.open("invoke_agent", SpanKind.INTERNAL, None, {})
+    run = direct.open(direct.template("invoke_agent", SpanKind.INTERNAL, None), {})
     chat_fixed = {
         "gen_ai.operation.name": "chat",
         **BASE,
@@ -168,15 +166,15 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
         "gen_ai.tool.name": "add",
         "gen_ai.tool.type": "function",
     }
+    direct_chat = direct.template("chat scripted-model", SpanKind.CLIENT, run, chat_fixed)
+    direct_tool = direct.template("execute_tool add", SpanKind.INTERNAL, run, tool_fixed)
 
     def tether_direct_spans() -> None:
         """As the observer writes them to what ``[observers.otel]`` builds: queued as span
         records (encoded where they are exported: the export process)."""
         for i in range(n):
             direct.record(
-                "chat scripted-model",
-                SpanKind.CLIENT,
-                run,
+                direct_chat,
                 {
                     "gen_ai.response.finish_reasons": ("tool_use",),
                     "gen_ai.usage.input_tokens": 40 + 12 * i,
@@ -184,19 +182,11 @@ def parts(n: int) -> dict[str, Callable[[], float]]:
                 },
                 1,
                 2,
-                None,
-                chat_fixed,
             )
-            span = direct.open(
-                "execute_tool add",
-                SpanKind.INTERNAL,
-                run,
-                {"gen_ai.tool.call.id": f"c{i}"},
-                None,
-                tool_fixed,
-            )
+            span = direct.open(direct_tool, {"gen_ai.tool.call.id": f"c{i}"})
             span.attributes["tether.tool.outcome"] = "ok"
             span.end()
+        direct.flush()  # a batch's records go to the processor together
         direct_processor._queue.clear()
 
     def sdk_encode() -> None:
