@@ -28,6 +28,7 @@ empty queue and its own export thread.
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import threading
@@ -209,7 +210,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
         if len(spans) > room:
             self._drop(len(spans) - max(room, 0))
             spans = spans[: max(room, 0)]
-        queue.extend([(group, span) for span in spans])
+        queue.extend(zip(itertools.repeat(group), spans))
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
             self._wake.set()
 

@@ -28,7 +28,6 @@ opened, so children and propagated trace headers can name it.
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
 from collections.abc import Mapping
@@ -274,7 +273,7 @@ class SdkSpanWriter:
         self._seen: object = None
         self._direct: OtlpBatchSpanProcessor | None = None
         self._direct_group = 0
-        self._written: collections.deque[SpanRecord] = collections.deque()
+        self._written: list[SpanRecord] = []
         """Records for the direct processor that :meth:`flush` has not handed over yet."""
         self._handover = threading.Lock()
         self.resource = tracer.resource
@@ -366,9 +365,9 @@ class SdkSpanWriter:
         written = self._written
         if not written:
             return
-        with self._handover:
-            take = written.popleft
-            records = [take() for _ in range(len(written))]
+        with self._handover:  # flushes take turns; writes only ever append meanwhile
+            records = written[:]
+            del written[: len(records)]
             direct = self._direct
             if direct is not None:
                 direct.extend_to(self._direct_group, records)
