@@ -17,7 +17,7 @@ import pytest
 import tether
 from tether.config import Config
 from tether.errors import DuplicateComponentError, UnknownProviderError
-from tether.events import RunStart, ToolStart
+from tether.events import RunStart, ToolStart, TurnEnd
 from tether.observe import BATCH_DELAY_S, current_run
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
@@ -383,6 +383,44 @@ async def test_a_batch_observer_gets_a_quick_runs_events_in_one_batch_in_order()
     times = [at for _, at in batch]
     assert started <= times[0] and times == sorted(times) and times[-1] <= time.time_ns()
     assert observer.runs == [result.run_id]
+
+
+class TurnRecorder(BatchRecorder):
+    """A batch observer that takes only the ends of model turns in batches."""
+
+    batched_events = frozenset({TurnEnd})
+
+
+@pytest.mark.parametrize("alongside", [False, True], ids=["alone", "with another observer"])
+async def test_a_batch_observer_naming_its_batched_events_gets_only_those(
+    alongside: bool,
+) -> None:
+    observer = TurnRecorder()
+    seen: list[str] = []
+    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
+    agent = observed_agent(observer, provider, [shout])
+    if alongside:
+        agent = tether.Agent(
+            provider,
+            tools=[shout],
+            config=Config(),
+            plugins=[
+                plugin_module(
+                    "obs",
+                    register_observers=lambda observers: (
+                        observers.add("observer", observer),
+                        observers.add("names", lambda event: seen.append(type(event).__name__)),
+                    ),
+                )
+            ],
+        )
+    result = await agent.run("x")
+    assert result.ok
+    assert observer.immediate == ["RunStart"]
+    # one batch, handed over when the run ended though Done is not among the types it takes
+    assert [[name for name, _ in batch] for batch in observer.batches] == [["TurnEnd", "TurnEnd"]]
+    if alongside:  # the other observer still sees everything
+        assert seen[0] == "RunStart" and seen[-1] == "Done" and "ToolStart" in seen
 
 
 async def test_a_batch_observer_gets_a_waiting_runs_events_within_the_batch_delay() -> None:

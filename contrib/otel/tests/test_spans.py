@@ -33,7 +33,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 import tether
 from tether.config import Config
-from tether.events import TurnEnd
+from tether.events import ToolEnd, TurnEnd
 from tether.messages import Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.retry import RetryPolicy
@@ -315,6 +315,52 @@ async def test_failed_tool_calls_are_error_spans_and_counted(telemetry: Telemetr
         for p in telemetry.metric_points()["tether.tool.errors"]
     }
     assert errors == {"add": 1, "nope": 1}
+
+
+async def test_a_call_cancelled_before_it_ran_is_an_interrupted_span_of_its_duration(
+    telemetry: Telemetry,
+) -> None:
+    token = tether.CancelToken()
+    started = asyncio.Event()
+
+    @tether.tool
+    async def wait() -> str:
+        """Wait until cancelled."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async def cancel_when_started() -> None:
+        await started.wait()
+        token.cancel("stop")
+
+    provider = ScriptedProvider([Reply(tool_calls=[call("wait"), call("add", a=1, b=2)])])
+    agent = tether.Agent(
+        provider,
+        tools=[wait, add],
+        config=Config(),
+        parallel_tools=False,  # add waits its turn, and never gets it
+        plugins=[telemetry.plugin],
+    )
+    canceller = asyncio.create_task(cancel_when_started())
+    events = [event async for event in agent.stream("go", cancel=token)]
+    await canceller
+    ends = {e.name: e for e in events if isinstance(e, ToolEnd)}
+    assert ends["wait"].interrupted and ends["add"].interrupted
+    spans = telemetry.finished()
+    telemetry.close()
+    (ran,) = by_name(spans, "execute_tool wait")
+    (unrun,) = by_name(spans, "execute_tool add")
+    (run,) = by_name(spans, "invoke_agent")
+    for span in (ran, unrun):
+        assert span.attributes is not None
+        assert span.attributes["tether.tool.outcome"] == "interrupted"
+        assert span.status.status_code is StatusCode.ERROR
+        assert parent_of(span, spans) is run
+    assert unrun.start_time is not None and unrun.end_time is not None
+    assert unrun.end_time - unrun.start_time == int(ends["add"].duration * 1e9)
+    assert ran.start_time is not None and ran.end_time is not None
+    assert ran.start_time <= unrun.start_time <= unrun.end_time <= run.end_time  # type: ignore[operator]
 
 
 async def test_message_content_is_recorded_only_when_asked(telemetry: Telemetry) -> None:

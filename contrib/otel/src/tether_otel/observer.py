@@ -8,8 +8,9 @@ with (runs interleave: it files each event under :func:`tether.observe.current_r
 - ``TurnEnd`` records a ``chat`` span (backdated by the call's latency) with the provider,
   models, request parameters, token counts (cache read and write included), finish
   reason and time to first chunk; the ``Retry`` events before it become its events;
-- ``ToolStart``/``ToolEnd`` bracket an ``execute_tool`` span, made current around the
-  tool's body (:meth:`tool_scope`) so HTTP clients there can propagate it;
+- each tool call is an ``execute_tool`` span, opened when the tool's body starts and made
+  current around it (:meth:`tool_scope`) so HTTP clients there can propagate it, and
+  ended by its ``ToolEnd`` (a call that never ran spans its ``ToolEnd.duration``);
 - ``Compaction`` and ``CacheWarning`` are events of the run's span; ``Done`` and
   ``RunAborted`` end it, with an error status when the run did not complete.
 
@@ -18,12 +19,12 @@ capture is on, and always passed through :func:`tether.scrub.scrub` first, as is
 error message.
 
 It is a :class:`tether.observe.BatchObserver`: only ``RunStart`` comes as it happens (a
-sub-agent's run needs its span at once); the core hands it a run's other events in
-batches, each with the time it came, so spans keep their times and reach the span
-processor (which batches them for seconds anyway) at most
-:data:`tether.observe.BATCH_DELAY_S` later. A tool call's span is opened when its body
-starts (:meth:`tool_scope`, which needs it then) or when its ``ToolStart`` is handled,
-whichever comes first.
+sub-agent's run needs its span at once); the core hands it a run's other events that it
+handles in batches, each with the time it came, so spans keep their times and reach the
+span processor (which batches them for seconds anyway) at most
+:data:`tether.observe.BATCH_DELAY_S` later. ``ToolStart`` is among them only when content
+is captured (for the call's arguments; its span is opened then if the body has not
+started yet).
 """
 
 from __future__ import annotations
@@ -130,7 +131,6 @@ class OtelObserver:
         every run, encoded once)."""
         self._handlers: dict[type, _Handler] = {
             TurnEnd: self._turn_end,
-            ToolStart: self._tool_start,
             ToolEnd: self._tool_end,
             Retry: self._retry,
             Compaction: self._compaction,
@@ -138,8 +138,11 @@ class OtelObserver:
             Done: self._done,
             RunAborted: self._aborted,
         }
-        if capture_content:
+        if capture_content:  # a call's arguments, and the model's answers
+            self._handlers[ToolStart] = self._tool_start
             self._handlers[TextDelta] = self._text
+        self.batched_events = frozenset(self._handlers)
+        """What the core hands over in batches: the events there are handlers for."""
 
     # -- dispatch ---------------------------------------------------------------------------
     immediate_events = frozenset({RunStart})
@@ -410,9 +413,9 @@ class OtelObserver:
         return self.writer.open(template, {"gen_ai.tool.call.id": call_id}, start_time)
 
     def _tool_end(self, run: _Run, event: ToolEnd, now: int) -> None:
-        # a call answered without having started was interrupted before it ran
+        # opened when its body started (or its ToolStart was handled); else it never ran
         span = run.tools.pop(event.call_id, None) or self._tool_span(
-            run, event.call_id, event.name, now
+            run, event.call_id, event.name, now - int(event.duration * 1e9)
         )
         outcome = "interrupted" if event.interrupted else "error" if event.result.is_error else "ok"
         span.attributes["tether.tool.outcome"] = outcome
