@@ -22,9 +22,9 @@ when :data:`BATCH_MAX` are waiting, and otherwise at most :data:`BATCH_DELAY_S` 
 the run's event loop. Events of the types in its ``immediate_events`` still go to
 ``observer(event)`` as they happen. If it also names ``batched_events``, only events of
 those types are batched, and no others are kept for it (its batch is still handed over
-when the run ends). Called once per event between the harness's own
-steps, an observer's code runs with cold processor caches and costs several times what
-it costs in a loop; tracing does this.
+when the run ends). Called once per event between the harness's own steps, an
+observer's code runs with cold processor caches and costs several times what it costs in
+a loop; tracing does this.
 """
 
 from __future__ import annotations
@@ -233,7 +233,8 @@ class RunObservation:
 
     def _add_to_lone_batch(self, event: Any) -> None:
         """:meth:`notify` when the only observer is a batch observer naming its
-        ``batched_events``."""
+        ``batched_events`` (its batch step, written out: this runs for every event of every
+        traced run)."""
         kind = type(event)
         batch: _Batch = self._lone  # type: ignore[assignment]
         if kind not in batch.batched:  # type: ignore[operator]  # (not None here)
