@@ -43,6 +43,9 @@ def test_runs_survive_workers_killed_mid_tool_and_mid_model(deployment: Any) -> 
             for marker in (root / "markers").glob(f"*-task_{SLOW_MODEL}.{pid}"):
                 marker.unlink()  # that worker also held run 13; its restart re-enters the step
             deployment.start(victim)
+            # Run 7 finishes before the next kill, which must interrupt run 13's model call
+            # alone (not run 7's last model call, on a worker holding both).
+            await asyncio.wait_for(handles[SLOW_TOOL].result(), 90)
 
             pid = wait_for(
                 lambda: deployment.holder("model", SLOW_MODEL), timeout=60, what="the model"
