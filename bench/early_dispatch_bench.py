@@ -37,11 +37,11 @@ from typing import Any
 
 os.environ.setdefault("TETHER_RUN_LOG", "off")
 
-import tether  # noqa: E402
-from tether.config import Config  # noqa: E402
-from tether.events import TextDelta  # noqa: E402
-from tether.messages import Message, StopReason, TextBlock, ToolCallBlock, Usage  # noqa: E402
-from tether.provider import BaseProvider, ModelRequest, ModelResponse, ToolCallReady  # noqa: E402
+import tether
+from tether.config import Config
+from tether.events import TextDelta
+from tether.messages import Message, StopReason, TextBlock, ToolCallBlock, Usage
+from tether.provider import BaseProvider, ModelRequest, ModelResponse, ToolCallReady
 
 STREAM_S = 2.0
 TOOL_S = 0.6
@@ -134,9 +134,7 @@ async def main(rounds: int) -> dict[str, Any]:
         figures[layout] = {
             **{f"{mode}_wall_s": round(value, 3) for mode, value in medians.items()},
             "early_saves_s": round(medians["after_stream"] - medians["early"], 3),
-            "after_stream_over_early": round(
-                statistics.median(a / e for a, e in pairs), 3
-            ),
+            "after_stream_over_early": round(statistics.median(a / e for a, e in pairs), 3),
         }
     return figures
 

@@ -23,7 +23,7 @@ import base64
 import datetime
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -153,7 +153,7 @@ class GoogleAuthClock:
         from google.auth import _helpers
 
         self.offset = datetime.timedelta()
-        real = _helpers.utcnow
+        real: Callable[[], datetime.datetime] = _helpers.utcnow
         monkeypatch.setattr(_helpers, "utcnow", lambda: real() + self.offset)
 
     def advance(self, seconds: float) -> None:
