@@ -51,7 +51,7 @@ from .otlp import (
     Encoder,
     GroupHead,
     SpanRecord,
-    assemble_heads,
+    encode_queued,
     encode_record,
     sdk_span_message,
 )
@@ -265,9 +265,7 @@ class OtlpBatchSpanProcessor(SpanProcessor):
                     batch, deadline or time.monotonic() + self.write_timeout_s
                 ):
                     continue
-                data = assemble_heads(
-                    (heads[group], encode_record(encoder, span)) for group, span in batch
-                )
+                data = encode_queued(encoder, heads, batch)
                 # Instrumented HTTP clients must not trace the export itself (as the SDK's
                 # batch processor does: a span per export would be exported in turn).
                 token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))

@@ -256,7 +256,7 @@ def _exporter(arguments: dict[str, Any]) -> Any:
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     """Read frames from ``stdin`` and export their spans until it ends (the child's
     loop; see the module docs)."""
-    from .otlp import EncodedBatch, Encoder, assemble_heads, encode_record
+    from .otlp import EncodedBatch, Encoder, encode_queued
 
     first = _read_frame(stdin)
     if first is None:
@@ -273,9 +273,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             if tag == "spans":
                 spans = frame[1]
                 try:
-                    data = assemble_heads(
-                        (heads[group], encode_record(encoder, span)) for group, span in spans
-                    )
+                    data = encode_queued(encoder, heads, spans)
                     result = exporter.export(EncodedBatch(data, len(spans)))
                     ok = ok and getattr(result, "name", "SUCCESS") == "SUCCESS"
                 except Exception:  # the exporter reports its own failures

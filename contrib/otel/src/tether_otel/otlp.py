@@ -38,6 +38,7 @@ __all__ = [
     "SpanRecord",
     "Unsupported",
     "assemble_heads",
+    "encode_queued",
     "encode_spans",
     "sdk_span_message",
 ]
@@ -558,6 +559,17 @@ def encode_record(encoder: Encoder, span: bytes | SpanRecord) -> bytes:
         return encoder.record(span)
     except UNENCODABLE:
         return sdk_span_message(record_span(span))
+
+
+def encode_queued(
+    encoder: Encoder,
+    heads: Sequence[GroupHead] | Mapping[int, GroupHead],
+    spans: Iterable[tuple[int, bytes | SpanRecord]],
+) -> bytes:
+    """The serialized ``ExportTraceServiceRequest`` of queued ``(group, span)`` pairs,
+    ``heads[group]`` being the head of each span's group (each span as
+    :func:`encode_record` gives it, grouped as :func:`assemble_heads` groups them)."""
+    return assemble_heads((heads[group], encode_record(encoder, span)) for group, span in spans)
 
 
 def _record_status(status: tuple[int, str] | None) -> Status:
