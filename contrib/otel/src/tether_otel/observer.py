@@ -190,16 +190,11 @@ class OtelObserver:
 
     def tool_scope(self, call: ToolCallInfo) -> AbstractContextManager[Any] | None:
         """Make the call's ``execute_tool`` span current in the tool's body (opening it
-        now if its ``ToolStart`` is still waiting in a batch, as it usually is)."""
+        now, unless its ``ToolStart`` was handled first: content capture)."""
         run = self._runs.get(call.run_id)
         if run is None:
             return None
-        span = run.tools.get(call.call_id)
-        if span is None:
-            span = run.tools[call.call_id] = self._tool_span(
-                run, call.call_id, call.name, time.time_ns()
-            )
-        return span.scope()
+        return self._open_tool(run, call.call_id, call.name, time.time_ns()).scope()
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:
@@ -391,13 +386,19 @@ class OtelObserver:
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
-        span = run.tools.get(event.call_id)  # opened already if the body started
-        if span is None:
-            span = run.tools[event.call_id] = self._tool_span(run, event.call_id, event.name, now)
+        span = self._open_tool(run, event.call_id, event.name, now)
         if self.capture_content:
             span.attributes["gen_ai.tool.call.arguments"] = _cut(
                 json.dumps(event.arguments, default=str, ensure_ascii=False)
             )
+
+    def _open_tool(self, run: _Run, call_id: str, name: str, now: int) -> OpenSpan:
+        """The call's ``execute_tool`` span: open already (its body started, or its
+        ``ToolStart`` was handled), else opened now, starting at ``now``."""
+        span = run.tools.get(call_id)
+        if span is None:
+            span = run.tools[call_id] = self._tool_span(run, call_id, name, now)
+        return span
 
     def _tool_span(self, run: _Run, call_id: str, name: str, start_time: int) -> OpenSpan:
         template = run.tool_spans.get(name)

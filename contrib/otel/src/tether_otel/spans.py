@@ -129,8 +129,7 @@ class SpanWriter(Protocol):
 
 
 # -- SDK ------------------------------------------------------------------------------------------
-_SAMPLED = TraceFlags.SAMPLED
-_SAMPLED_FLAGS = TraceFlags(TraceFlags.SAMPLED)
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
 class _SdkTemplate:
@@ -373,7 +372,7 @@ class SdkSpanWriter:
                 direct.extend_to(self._direct_group, records)
             else:
                 for record in records:
-                    self._to_processor(record, _SAMPLED_FLAGS)
+                    self._to_processor(record, _SAMPLED)
 
     def _to_processor(self, record: SpanRecord, flags: TraceFlags) -> None:
         from .otlp import record_span
