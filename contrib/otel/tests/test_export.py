@@ -20,7 +20,6 @@ from tether.config import Config
 from tether.errors import ConfigError
 from tether.testing import Reply, ScriptedProvider, call
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
-from tether_otel.batch import OtlpBatchSpanProcessor
 from tether_otel.plugin import observer_for, shutdown
 from tether_otel.providers import providers_for
 from tether_otel.settings import parse_settings
@@ -75,11 +74,7 @@ async def test_spans_and_metrics_reach_an_otlp_receiver_on_loopback(
     result = await tether.Agent(provider, tools=[add], config=config).run("add 2 and 3")
     assert result.ok
     tracer_provider, meter_provider = providers_for(parse_settings(settings))
-    (processor,) = tracer_provider._active_span_processor._span_processors  # type: ignore[attr-defined]
-    assert isinstance(processor, OtlpBatchSpanProcessor)  # spans held as values, not objects
-    assert processor.export_process  # and encoded and sent by a child process
     assert tracer_provider.force_flush()  # type: ignore[attr-defined]
-    assert processor._process is not None  # it did
     assert meter_provider is not None and meter_provider.force_flush()  # type: ignore[attr-defined]
 
     traces = [r for r in collector.requests if r.path == "/v1/traces"]
@@ -138,18 +133,30 @@ def test_bad_settings_are_configuration_errors() -> None:
         parse_settings({"capture_content": "yes"})
     with pytest.raises(ConfigError, match='exporter = "jaeger" is not one of'):
         parse_settings({"exporter": "jaeger"})
-    with pytest.raises(ConfigError, match="export_process must be a bool"):
-        parse_settings({"export_process": "no"})
+    with pytest.raises(ConfigError, match="metrics must be a bool"):
+        parse_settings({"metrics": "no"})
 
 
-def test_export_process_false_exports_from_a_thread(collector: FakeServer) -> None:
-    settings = {"endpoint": collector.url, "metrics": False, "export_process": False}
-    tracer_provider, _ = providers_for(parse_settings(settings))
-    (processor,) = tracer_provider._active_span_processor._span_processors  # type: ignore[attr-defined]
-    assert isinstance(processor, OtlpBatchSpanProcessor) and not processor.export_process
-    tracer_provider.get_tracer("app").start_span("here").end()
+def test_spans_wait_in_the_batch_processor_until_it_exports_them(
+    collector: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``[observers.otel]`` builds batches spans under the standard ``OTEL_BSP_*``
+    settings: nothing is sent until the batch is due (or flushed)."""
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
+    tracer_provider, _ = providers_for(
+        parse_settings({"endpoint": collector.url, "metrics": False})
+    )
+    tracer = tracer_provider.get_tracer("app")
+    tracer.start_span("first").end()
+    assert collector.requests == []  # waiting for the batch
     assert tracer_provider.force_flush()  # type: ignore[attr-defined]
-    assert processor._process is None and len(collector.requests) == 1
+    (request,) = collector.requests
+    message = ExportTraceServiceRequest()
+    message.ParseFromString(request.body)
+    assert [s.name for rs in message.resource_spans for ss in rs.scope_spans for s in ss.spans] == [
+        "first"
+    ]
 
 
 async def test_http_requests_made_by_a_tool_carry_its_trace_context(

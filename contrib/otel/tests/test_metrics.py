@@ -1,13 +1,10 @@
-"""Histogram values are queued by the run and recorded when the metrics are collected
-(or when too many wait), with the context they were taken in; every observer of one
+"""Metric values are recorded with the context they were taken in; every observer of one
 meter provider adds to the same tool-call counts."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -15,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 import tether
 from tether.config import Config
 from tether.testing import Reply, ScriptedProvider, call
-from tether_otel import OtelPlugin, instruments
+from tether_otel import OtelPlugin
 from tether_otel.instruments import Instruments
 
 
@@ -76,24 +73,6 @@ async def test_values_carry_the_trace_context_they_were_taken_in() -> None:
     meter_provider.shutdown()
 
 
-def test_values_are_recorded_without_a_collection_once_too_many_wait(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    recorded: list[float] = []
-
-    class Histogram:
-        def record(self, value: float, attributes: Any, context: Context) -> None:
-            recorded.append(value)
-
-    monkeypatch.setattr(instruments, "PENDING_LIMIT", 3)
-    queue = Instruments.create(MeterProvider(), "0")
-    for value in range(7):
-        queue.record(Histogram(), value, {})  # type: ignore[arg-type]
-    assert recorded == [0, 1, 2, 3, 4, 5]
-    queue.flush()
-    assert recorded == list(range(7))
-
-
 def test_a_meter_provider_that_cannot_be_weakly_referenced_still_gets_instruments() -> None:
     class Provider:
         __slots__ = ("inner",)
@@ -104,4 +83,4 @@ def test_a_meter_provider_that_cannot_be_weakly_referenced_still_gets_instrument
         def get_meter(self, *args: Any, **kwargs: Any) -> Any:
             return self.inner.get_meter(*args, **kwargs)
 
-    assert Instruments.create(Provider(), "0").token_usage is not None  # type: ignore[arg-type]
+    assert Instruments.of(Provider()).token_usage is not None  # type: ignore[arg-type]

@@ -2,11 +2,10 @@
 reader: names, GenAI attributes, nesting (a run started by a tool under that tool's
 span), retries and compactions as events, trace context inside tool bodies.
 
-Every span test runs three times: with the SDK's in-memory exporter; through what
-``[observers.otel]`` builds (spans queued by
-:class:`~tether_otel.batch.OtlpBatchSpanProcessor`, encoded and posted to an OTLP receiver
-on loopback by its export process, and decoded back into SDK spans); and the same
-exported from the processor's own thread. All must give the same spans."""
+Every span test runs twice: with the SDK's in-memory exporter, and through the SDK's
+``BatchSpanProcessor`` and OTLP/HTTP exporter to a receiver on loopback whose requests
+are decoded with ``opentelemetry-proto`` back into SDK spans. Both must give the same
+spans."""
 
 from __future__ import annotations
 
@@ -14,34 +13,45 @@ import asyncio
 import itertools
 import json
 import logging
-from collections.abc import Iterator
-from contextvars import ContextVar, Token
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
-from opentelemetry.context.context import _RuntimeContext
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import (
+    Event,
+    ReadableSpan,
+    Span,
+    SpanLimits,
+    SpanProcessor,
+    TracerProvider,
+)
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace.sampling import (
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+)
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.util.types import Attributes
 
 import tether
 from tether.config import Config
-from tether.events import ToolEnd, TurnEnd
+from tether.events import ToolEnd, ToolProgress, TurnEnd
 from tether.messages import Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.retry import RetryPolicy
 from tether.testing import Reply, ScriptedProvider, call, rate_limited
 from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
-from tether_otel.batch import OtlpBatchSpanProcessor
-from tether_otel.otlp import OTLPSpanExporter
 
 
 async def no_sleep(delay: float) -> None:
@@ -49,17 +59,20 @@ async def no_sleep(delay: float) -> None:
 
 
 class Telemetry:
-    def __init__(self, capture_content: bool = False, path: str = "in_memory") -> None:
+    def __init__(
+        self,
+        capture_content: bool = False,
+        path: str = "in_memory",
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
         self.spans = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
+        self.tracer_provider = tracer_provider or TracerProvider()
         self.path = path
         self.receiver: FakeServer | None = None
-        if path.startswith("otlp"):
+        if path == "otlp":
             self.receiver = FakeServer(lambda r: FakeResponse(status=200, body=b"")).__enter__()
             exporter = OTLPSpanExporter(endpoint=f"{self.receiver.url}/v1/traces", timeout=5)
-            self.tracer_provider.add_span_processor(
-                OtlpBatchSpanProcessor(exporter, export_process=path == "otlp_process")
-            )
+            self.tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
         else:
             self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
         self.metrics = InMemoryMetricReader()
@@ -138,9 +151,15 @@ def values(pairs: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture(params=["in_memory", "otlp_process", "otlp_thread"])
-def telemetry(request: pytest.FixtureRequest) -> Iterator[Telemetry]:
-    t = Telemetry(path=request.param)
+@pytest.fixture(params=["in_memory", "otlp"])
+def path(request: pytest.FixtureRequest) -> str:
+    """Where the spans go: the SDK's in-memory exporter, or OTLP/HTTP to loopback."""
+    return str(request.param)
+
+
+@pytest.fixture
+def telemetry(path: str) -> Iterator[Telemetry]:
+    t = Telemetry(path=path)
     yield t
     t.close()
 
@@ -201,6 +220,10 @@ def scenario(telemetry: Telemetry) -> tether.Agent:
 
 def by_name(spans: list[ReadableSpan], name: str) -> list[ReadableSpan]:
     return [s for s in spans if s.name == name]
+
+
+def start_of(span: ReadableSpan) -> int:
+    return span.start_time or 0
 
 
 def parent_of(span: ReadableSpan, spans: list[ReadableSpan]) -> ReadableSpan | None:
@@ -488,43 +511,8 @@ async def test_span_ids_come_from_the_providers_id_generator() -> None:
     assert ids == [1, 2, 3, 4]  # the run, two chat spans, the tool call
 
 
-async def test_a_drawn_span_id_of_zero_is_replaced_by_a_valid_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import tether_otel.spans
-
-    monkeypatch.setattr(tether_otel.spans, "getrandbits", lambda bits: 0)
-    telemetry = Telemetry()
-    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
-    await tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin]).run("go")
-    spans = telemetry.finished()
-    telemetry.close()
-    assert len(spans) == 4 and all(0 < s.context.span_id < 2**64 for s in spans)
-    assert len({s.context.span_id for s in spans}) == 4
-
-
-class WrappedRuntimeContext(_RuntimeContext):
-    """A runtime context that is not the standard one (the observer must then go through
-    ``attach`` and ``detach``)."""
-
-    def __init__(self) -> None:
-        self.var: ContextVar[Context] = ContextVar("wrapped")
-        self.var.set(Context())
-        self.attached: list[Context] = []
-
-    def attach(self, context: Context) -> Token[Context]:
-        self.attached.append(context)
-        return self.var.set(context)
-
-    def get_current(self) -> Context:
-        return self.var.get()
-
-    def detach(self, token: Token[Context]) -> None:
-        self.var.reset(token)
-
-
 class VendorTracerProvider(trace.TracerProvider):
-    """A tracer provider that is not the SDK's (spans go through the tracer API)."""
+    """A tracer provider that is not the SDK's (it wraps one, through the API only)."""
 
     def __init__(self, inner: TracerProvider) -> None:
         self.inner = inner
@@ -545,16 +533,9 @@ class VendorTracer(trace.Tracer):
 
 
 @pytest.mark.parametrize("provider", ["sdk", "vendor"])
-@pytest.mark.parametrize("runtime", ["standard", "other"])
 async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
-    runtime: str, provider: str, monkeypatch: pytest.MonkeyPatch
+    provider: str, telemetry: Telemetry
 ) -> None:
-    import opentelemetry.context
-
-    wrapped = WrappedRuntimeContext()
-    if runtime == "other":
-        monkeypatch.setattr(opentelemetry.context, "_RUNTIME_CONTEXT", wrapped)
-    telemetry = Telemetry()
     plugin = telemetry.plugin
     if provider == "vendor":
         plugin = OtelPlugin(tracer_provider=VendorTracerProvider(telemetry.tracer_provider))
@@ -576,59 +557,74 @@ async def test_in_a_tool_body_the_current_span_is_the_calls_execute_tool_span(
         await agent.run("go")
         assert trace.get_current_span() is request  # restored after the tool's body
     spans = telemetry.finished()
-    telemetry.close()
     (tool,) = by_name(spans, "execute_tool lookup")
     (app,) = by_name(spans, "app lookup")
     ((current, recording),) = seen
-    assert recording is (provider == "vendor")  # the API's own span, or a context holder
-    assert current.get_span_context() == tool.context
+    assert recording  # the call's own span, still open in its body
+    context = current.get_span_context()
+    assert (context.trace_id, context.span_id) == (tool.context.trace_id, tool.context.span_id)
     assert parent_of(app, spans) is tool
-    attached_spans = [trace.get_current_span(c).get_span_context() for c in wrapped.attached]
-    assert (tool.context in attached_spans) is (runtime == "other")
+    assert tool.status.status_code is StatusCode.UNSET
 
 
-async def test_the_spans_of_a_run_in_progress_reach_the_processor_while_it_waits() -> None:
-    """A run's events come in batches; one that waits (on a slow tool, a model) still has
-    its finished spans handed on within BATCH_DELAY_S, not at its end."""
-    from tether.observe import BATCH_DELAY_S
-
-    telemetry = Telemetry()
-    seen_mid_run: list[str] = []
-
-    @tether.tool
-    async def slow() -> str:
-        """Wait, then look at what was exported so far."""
-        await asyncio.sleep(BATCH_DELAY_S * 3)
-        seen_mid_run.extend(s.name for s in telemetry.spans.get_finished_spans())
-        return "done"
-
+async def test_a_chat_span_lasts_as_long_as_its_model_call(telemetry: Telemetry) -> None:
+    """The span of a model call starts when the call did (its latency before the
+    ``TurnEnd``), so a slow call is a long span."""
     provider = ScriptedProvider(
         [
-            Reply(tool_calls=[call("add", a=1, b=2)]),
-            Reply(tool_calls=[call("slow")]),
-            Reply(text="ok"),
+            Reply(tool_calls=[call("add", a=1, b=2)], pause=0.05),
+            Reply(text="three", chunk=1, pause=0.01),
         ]
     )
-    agent = tether.Agent(provider, tools=[add, slow], config=Config(), plugins=[telemetry.plugin])
-    assert (await agent.run("go")).ok
-    assert sorted(seen_mid_run) == [
-        "chat scripted-model",
-        "chat scripted-model",
-        "execute_tool add",
-    ]
-    names = sorted(s.name for s in telemetry.finished())
-    assert names == ["chat scripted-model"] * 3 + [
-        "execute_tool add",
-        "execute_tool slow",
-        "invoke_agent",
-    ]
-    telemetry.close()
+    agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
+    turns = [e async for e in agent.stream("go") if isinstance(e, TurnEnd)]
+    chats = sorted(by_name(telemetry.finished(), "chat scripted-model"), key=start_of)
+    assert len(chats) == len(turns) == 2
+    for span, turn in zip(chats, turns, strict=True):
+        assert span.start_time is not None and span.end_time is not None
+        duration_ns = span.end_time - span.start_time
+        assert abs(duration_ns - turn.latency * 1e9) <= 1_000
+        assert duration_ns >= 0.05e9  # each call streamed for at least 50 ms
+    assert chats[0].end_time <= chats[1].start_time  # type: ignore[operator]
 
 
-async def test_a_span_handler_that_raises_is_logged_and_the_rest_are_handled(
-    caplog: pytest.LogCaptureFixture,
+async def test_tool_calls_a_run_abandoned_are_ended_as_interrupted(
+    telemetry: Telemetry,
 ) -> None:
-    telemetry = Telemetry()
+    """A consumer that stops reading mid-tool abandons the run: the call's span still
+    ends (an error, interrupted) with the run's, and is counted."""
+
+    @tether.tool
+    async def wait(context: tether.ToolContext) -> str:
+        """Wait forever."""
+        assert context.report_progress is not None
+        context.report_progress(0.0, None, "waiting")
+        await asyncio.Event().wait()
+        return "never"
+
+    provider = ScriptedProvider([Reply(tool_calls=[call("wait")]), Reply(text="unreached")])
+    agent = tether.Agent(provider, tools=[wait], config=Config(), plugins=[telemetry.plugin])
+    stream = agent.stream("go")
+    async for event in stream:
+        if isinstance(event, ToolProgress):  # the body runs
+            break
+    await stream.aclose()
+    spans = telemetry.finished()
+    (run,) = by_name(spans, "invoke_agent")
+    (tool,) = by_name(spans, "execute_tool wait")
+    assert parent_of(tool, spans) is run
+    assert tool.attributes is not None
+    assert tool.attributes["tether.tool.outcome"] == "interrupted"
+    assert tool.status.status_code is StatusCode.ERROR
+    assert tool.end_time is not None and tool.end_time <= run.end_time  # type: ignore[operator]
+    assert run.status.status_code is StatusCode.ERROR
+    errors = telemetry.metric_points()["tether.tool.errors"]
+    assert [(p.attributes["gen_ai.tool.name"], p.value) for p in errors] == [("wait", 1)]
+
+
+async def test_an_observer_callback_that_raises_is_logged_and_the_run_goes_on(
+    telemetry: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
     observer = telemetry.plugin.observer
     broken = {"first": True}
     turn_end = observer._handlers[TurnEnd]
@@ -643,37 +639,75 @@ async def test_a_span_handler_that_raises_is_logged_and_the_rest_are_handled(
     agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
     with caplog.at_level(logging.ERROR, logger="tether.observers"):
         assert (await agent.run("go")).ok
-    assert "raised on TurnEnd" in caplog.text and "boom" in caplog.text
+    assert "raised" in caplog.text and "boom" in caplog.text
     names = sorted(s.name for s in telemetry.finished())
     assert names == ["chat scripted-model", "execute_tool add", "invoke_agent"]  # one lost
+
+
+class DropToolSpans(Sampler):
+    """Samples everything but ``execute_tool`` spans, and notes every span it is asked
+    about."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: Any = None,
+    ) -> SamplingResult:
+        self.asked.append(name)
+        if name.startswith("execute_tool"):
+            return SamplingResult(Decision.DROP)
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+    def get_description(self) -> str:
+        return "DropToolSpans"
+
+
+class Starts(SpanProcessor):
+    """A span processor of the application's, noting the spans it saw start."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.started.append(span.name)
+
+
+async def test_the_applications_sampler_limits_and_processors_apply_to_every_span(
+    path: str,
+) -> None:
+    sampler = DropToolSpans()
+    starts = Starts()
+    tracer_provider = TracerProvider(sampler=sampler, span_limits=SpanLimits(max_attributes=3))
+    tracer_provider.add_span_processor(starts)
+    telemetry = Telemetry(path=path, tracer_provider=tracer_provider)
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
+    agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
+    assert (await agent.run("go")).ok
+    spans = telemetry.finished()
     telemetry.close()
+    expected = ["invoke_agent", "chat scripted-model", "execute_tool add", "chat scripted-model"]
+    assert sampler.asked == expected  # child spans consult the sampler too
+    assert starts.started == ["invoke_agent", "chat scripted-model", "chat scripted-model"]
+    assert sorted(s.name for s in spans) == ["chat scripted-model"] * 2 + ["invoke_agent"]
+    assert all(len(s.attributes or {}) <= 3 for s in spans)  # the span limits hold
 
 
-def test_spans_written_before_the_span_processors_change_go_where_they_were_written_for() -> None:
-    from tether_otel.spans import writer_for
+async def test_a_parent_based_sampler_that_drops_the_run_drops_all_its_spans(path: str) -> None:
+    class DropAll(DropToolSpans):
+        def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+            return SamplingResult(Decision.DROP)
 
-    with FakeServer(lambda r: FakeResponse(status=200, body=b"")) as receiver:
-        tracer_provider = TracerProvider()
-        exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces", timeout=5)
-        tracer_provider.add_span_processor(OtlpBatchSpanProcessor(exporter))
-        writer = writer_for(tracer_provider, "test")
-        root = writer.open(writer.template("run", SpanKind.INTERNAL, None), {})
-        step = writer.template("step", SpanKind.CLIENT, root, {"fixed": 1})
-        writer.record(step, {"n": 1}, 10, 20)  # kept for the batch's flush
-        later = InMemorySpanExporter()
-        tracer_provider.add_span_processor(SimpleSpanProcessor(later))
-        writer.record(step, {"n": 2}, 30, 40)  # the processors changed: both get it
-        root.end()
-        writer.flush()
-        assert [(s.name, dict(s.attributes or {})) for s in later.get_finished_spans()] == [
-            ("step", {"fixed": 1, "n": 2}),
-            ("run", {}),
-        ]
-        assert tracer_provider.force_flush()
-        sent = [span for request in receiver.requests for span in decoded(request.body)]
-        assert [(s.name, (s.attributes or {}).get("n")) for s in sent] == [
-            ("step", 1),
-            ("step", 2),
-            ("run", None),
-        ]
-        tracer_provider.shutdown()
+    telemetry = Telemetry(path=path, tracer_provider=TracerProvider(sampler=ParentBased(DropAll())))
+    provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
+    agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
+    assert (await agent.run("go")).ok
+    assert telemetry.finished() == []
+    telemetry.close()

@@ -8,8 +8,7 @@ them explicitly instead::
 
     agent = tether.Agent(model, plugins=[OtelPlugin(tracer_provider=tp, meter_provider=mp)])
 
-Importing the package imports nothing else (its export process starts quickly): each
-name is imported when first used.
+Importing the package imports nothing else: each name is imported when first used.
 """
 
 from __future__ import annotations

@@ -3,43 +3,41 @@
 One :class:`OtelObserver` sees the events of every run of the agents it is registered
 with (runs interleave: it files each event under :func:`tether.observe.current_run`):
 
-- ``RunStart`` opens an ``invoke_agent`` span — a child of the ``execute_tool`` span of
+- ``RunStart`` starts an ``invoke_agent`` span — a child of the ``execute_tool`` span of
   the call that started the run, if a tool did, else of whatever span is current;
-- ``TurnEnd`` records a ``chat`` span (backdated by the call's latency) with the provider,
-  models, request parameters, token counts (cache read and write included), finish
-  reason and time to first chunk; the ``Retry`` events before it become its events;
-- each tool call is an ``execute_tool`` span, opened when the tool's body starts and made
-  current around it (:meth:`tool_scope`) so HTTP clients there can propagate it, and
-  ended by its ``ToolEnd`` (a call that never ran spans its ``ToolEnd.duration``);
+- ``TurnEnd`` records a ``chat`` span (started back by the call's latency, so it lasts
+  as long as the call did) with the provider, models, request parameters, token counts
+  (cache read and write included), finish reason and time to first chunk; the ``Retry``
+  events before it become its events;
+- each tool call is an ``execute_tool`` span, started when the tool's body starts and
+  made current around it (:meth:`OtelObserver.tool_scope`) so that HTTP clients there
+  propagate it, and ended by its ``ToolEnd`` (a call that never ran spans its
+  ``ToolEnd.duration``); calls still open when their run ends are ended as interrupted;
 - ``Compaction`` and ``CacheWarning`` are events of the run's span; ``Done`` and
   ``RunAborted`` end it, with an error status when the run did not complete.
+
+Every span goes through the public tracer API (``Tracer.start_span``, ``Span.end``), so
+the application's sampler, span limits and span processors apply to tether's spans as to
+any other; what is exported, and when, is the span processors' business. The names come
+from :mod:`tether_otel.semconv`.
 
 Message content (prompts, answers, tool arguments and results) is recorded only when
 capture is on, and always passed through :func:`tether.scrub.scrub` first, as is every
 error message.
-
-It is a :class:`tether.observe.BatchObserver`: only ``RunStart`` comes as it happens (a
-sub-agent's run needs its span at once); the core hands it a run's other events that it
-handles in batches, each with the time it came, so spans keep their times and reach the
-span processor (which batches them for seconds anyway) at most
-:data:`tether.observe.BATCH_DELAY_S` later. ``ToolStart`` is among them only when content
-is captured (for the call's arguments; its span is opened then if the body has not
-started yet).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanContext, SpanKind
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tether.events import (
     CacheWarning,
@@ -57,10 +55,11 @@ from tether.messages import StopReason
 from tether.observe import ToolCallInfo, current_run
 from tether.scrub import scrub
 
+from . import semconv as sc
 from .instruments import Instruments
-from .spans import OpenSpan, SpanTemplate, writer_for
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -73,8 +72,6 @@ _Handler = Callable[["_Run", Any, int], None]
 
 _FINISH_REASONS = {reason: (reason.value,) for reason in StopReason}
 """``gen_ai.response.finish_reasons`` by stop reason."""
-_CLIENT = SpanKind.CLIENT
-_INTERNAL = SpanKind.INTERNAL
 
 
 def _cut(text: str) -> str:
@@ -85,28 +82,27 @@ def _cut(text: str) -> str:
 @dataclass(slots=True)
 class _Run:
     start: RunStart
-    span: OpenSpan
+    span: trace.Span
+    context: Context
+    """A context whose current span is the run's: the parent of its chat and tool spans."""
     base: dict[str, Any]
     """Attributes every chat span and metric of this run carries."""
+    chat_name: str
     text: list[str] = field(default_factory=list)
     retries: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    tools: dict[str, OpenSpan] = field(default_factory=dict)
-    tool_counts: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(tool name, outcome) -> calls, added to the counters when the run ends (with
-    metrics on)."""
+    tools: dict[str, trace.Span] = field(default_factory=dict)
+    """The open ``execute_tool`` spans, by call id."""
+    tool_names: dict[str, str] = field(default_factory=dict)
+    """The tool name of each open ``execute_tool`` span, by call id."""
+    chat_attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The attributes every chat span answered by a model starts with, by model."""
     labels: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """Metric attributes of chat calls by response model: (duration, input, output)."""
-    chats: dict[str, SpanTemplate] = field(default_factory=dict)
-    """The template of the run's chat spans, by response model."""
-    tool_spans: dict[str, SpanTemplate] = field(default_factory=dict)
-    """The template of the run's ``execute_tool`` spans, by tool name."""
-    chat_name: str = ""
-    """The name of the run's chat spans (``chat <model>``)."""
 
 
 class OtelObserver:
-    """An event observer exporting spans to ``tracer_provider`` and metrics to
-    ``meter_provider`` (none when ``None``).
+    """An event observer tracing to ``tracer_provider`` (the global one when ``None``)
+    and recording metrics to ``meter_provider`` (none when ``None``).
 
     :param capture_content: record prompts, answers, tool arguments and results.
     """
@@ -118,17 +114,13 @@ class OtelObserver:
         *,
         capture_content: bool = False,
     ) -> None:
-        package_version = version("tether-otel")
         provider = tracer_provider or trace.get_tracer_provider()
-        self.writer = writer_for(provider, package_version)
-        self.instruments = (
-            Instruments.create(meter_provider, package_version) if meter_provider else None
+        self.tracer = provider.get_tracer(
+            "tether_otel", version("tether-otel"), schema_url=sc.SCHEMA_URL
         )
+        self.instruments = Instruments.of(meter_provider) if meter_provider is not None else None
         self.capture_content = capture_content
         self._runs: dict[str, _Run] = {}
-        self._tools: dict[str, dict[str, Any]] = {}
-        """The fixed attributes of each tool's spans, by tool name (the same mapping in
-        every run, encoded once)."""
         self._handlers: dict[type, _Handler] = {
             TurnEnd: self._turn_end,
             ToolEnd: self._tool_end,
@@ -141,92 +133,67 @@ class OtelObserver:
         if capture_content:  # a call's arguments, and the model's answers
             self._handlers[ToolStart] = self._tool_start
             self._handlers[TextDelta] = self._text
-        self.batched_events = frozenset(self._handlers)
-        """What the core hands over in batches: the events there are handlers for."""
-
-    # -- dispatch ---------------------------------------------------------------------------
-    immediate_events = frozenset({RunStart})
-    """What the core hands over as it happens; the rest comes to :meth:`observe_batch`."""
 
     def __call__(self, event: Any) -> None:
-        """Handle one event now (``RunStart``; any event, from a core that does not
-        batch)."""
+        """Handle one event of the run :func:`~tether.observe.current_run`."""
         kind = type(event)
         if kind is RunStart:
             self._start(event)
             return
         handler = self._handlers.get(kind)
-        if handler is not None:
-            run = self._current()
-            if run is not None:
-                try:
-                    handler(run, event, time.time_ns())
-                finally:
-                    self.writer.flush()
-
-    def observe_batch(self, start: RunStart, events: Sequence[tuple[Any, int]]) -> None:
-        """Handle events of the run ``start`` that came at the times given, in order (a
-        handler that raises is logged and the rest are handled)."""
-        run = self._runs.get(start.run_id)
-        if run is None:
+        if handler is None:
             return
-        handlers = self._handlers
-        try:
-            for event, now in events:
-                handler = handlers.get(type(event))
-                if handler is not None:
-                    try:
-                        handler(run, event, now)
-                    except Exception:
-                        logging.getLogger("tether.observers").exception(
-                            "event observer %r raised on %s", self, type(event).__name__
-                        )
-        finally:
-            self.writer.flush()
-
-    def _current(self) -> _Run | None:
         start = current_run()
-        return self._runs.get(start.run_id) if start is not None else None
+        run = self._runs.get(start.run_id) if start is not None else None
+        if run is not None:
+            handler(run, event, time.time_ns())
 
     def tool_scope(self, call: ToolCallInfo) -> AbstractContextManager[Any] | None:
-        """Make the call's ``execute_tool`` span current in the tool's body (opening it
+        """Make the call's ``execute_tool`` span current in the tool's body (starting it
         now, unless its ``ToolStart`` was handled first: content capture)."""
         run = self._runs.get(call.run_id)
         if run is None:
             return None
-        return self._open_tool(run, call.call_id, call.name, time.time_ns()).scope()
+        span = self._open_tool(run, call.call_id, call.name, time.time_ns())
+        # The call's outcome and status come from its ToolEnd, not from how the body left.
+        return trace.use_span(span, record_exception=False, set_status_on_exception=False)
 
     # -- runs ---------------------------------------------------------------------------------
     def _start(self, start: RunStart) -> None:
-        parent_context: OpenSpan | SpanContext | None = None
+        parent: Context | None = None  # (None: the current context)
         if start.parent_run_id is not None and start.parent_call_id is not None:
-            parent = self._runs.get(start.parent_run_id)
-            tool = parent.tools.get(start.parent_call_id) if parent is not None else None
+            parent_run = self._runs.get(start.parent_run_id)
+            tool = parent_run.tools.get(start.parent_call_id) if parent_run is not None else None
             if tool is not None:
-                parent_context = tool
-        if parent_context is None:
-            current = trace.get_current_span().get_span_context()
-            parent_context = current if current.is_valid else None
+                parent = trace.set_span_in_context(tool)
         model = _bare_model(start.model, start.provider)
-        base = {"gen_ai.provider.name": start.provider, "gen_ai.request.model": model}
+        base = {sc.PROVIDER_NAME: start.provider, sc.REQUEST_MODEL: model}
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_agent",
+            sc.OPERATION_NAME: sc.INVOKE_AGENT,
             **base,
-            "gen_ai.conversation.id": start.session_id,
-            "tether.run.id": start.run_id,
+            sc.CONVERSATION_ID: start.session_id,
+            sc.RUN_ID: start.run_id,
         }
         if start.parent_run_id is not None:
-            attributes["tether.run.parent_id"] = start.parent_run_id
+            attributes[sc.RUN_PARENT_ID] = start.parent_run_id
         if start.temperature is not None:
-            attributes["gen_ai.request.temperature"] = start.temperature
+            attributes[sc.REQUEST_TEMPERATURE] = start.temperature
         if start.max_output_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = start.max_output_tokens
-        writer = self.writer
-        template = writer.template(
-            "invoke_agent", SpanKind.INTERNAL, parent_context, attributes=attributes
+            attributes[sc.REQUEST_MAX_TOKENS] = start.max_output_tokens
+        span = self.tracer.start_span(
+            sc.INVOKE_AGENT,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=int(start.started * 1e9),
         )
-        span = writer.open(template, attributes, int(start.started * 1e9))
-        self._runs[start.run_id] = _Run(start, span, base, chat_name=f"chat {model}")
+        self._runs[start.run_id] = _Run(
+            start,
+            span,
+            trace.set_span_in_context(span),
+            base,
+            chat_name=sc.chat_span_name(model),
+        )
 
     def _text(self, run: _Run, event: TextDelta, now: int) -> None:
         run.text.append(event.text)
@@ -235,105 +202,102 @@ class OtelObserver:
         result = event.result
         span = run.span
         usage = result.usage
-        span.attributes.update(
-            {
-                "gen_ai.usage.input_tokens": usage.input_tokens,
-                "gen_ai.usage.output_tokens": usage.output_tokens,
-                "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
-                "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens,
-                "tether.run.outcome": result.outcome.value,
-                "tether.run.turns": result.turns,
-                "tether.run.tool_calls": result.tool_calls,
-                "tether.run.tool_errors": result.tool_errors,
-                "tether.run.retries": result.retries,
-            }
-        )
+        attributes: dict[str, Any] = {
+            sc.USAGE_INPUT_TOKENS: usage.input_tokens,
+            sc.USAGE_OUTPUT_TOKENS: usage.output_tokens,
+            sc.USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_tokens,
+            sc.USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_write_tokens,
+            sc.RUN_OUTCOME: result.outcome.value,
+            sc.RUN_TURNS: result.turns,
+            sc.RUN_TOOL_CALLS: result.tool_calls,
+            sc.RUN_TOOL_ERRORS: result.tool_errors,
+            sc.RUN_RETRIES: result.retries,
+        }
         if result.cost is not None:
-            span.attributes["tether.cost.usd"] = result.cost
+            attributes[sc.COST_USD] = result.cost
         ratio = result.cache_hit_ratio
         if ratio is not None:
-            span.attributes["tether.cache.hit_ratio"] = ratio
+            attributes[sc.CACHE_HIT_RATIO] = ratio
         if self.capture_content:
             if result.messages:
-                span.attributes["gen_ai.input.messages"] = _messages(
-                    "user", result.messages[0].text
-                )
-            span.attributes["gen_ai.output.messages"] = _messages("assistant", result.output)
+                attributes[sc.INPUT_MESSAGES] = _messages("user", result.messages[0].text)
+            attributes[sc.OUTPUT_MESSAGES] = _messages("assistant", result.output)
         error_type = None
         if not result.ok:
             error_type = type(result.error).__name__ if result.error else result.outcome.value
+            attributes[sc.ERROR_TYPE] = error_type
             message = scrub(str(result.error)) if result.error else result.outcome.value
-            span.attributes["error.type"] = error_type
-            span.fail(message)
+            span.set_status(Status(StatusCode.ERROR, message))
+        span.set_attributes(attributes)
         self._finish(run, result.duration, error_type, ratio, now)
 
     def _aborted(self, run: _Run, event: RunAborted, now: int) -> None:
+        span = run.span
         error_type = type(event.error).__name__
-        for at, attributes in run.retries:
-            run.span.event("gen_ai.retry", attributes, at)
-        run.span.event(
-            "exception",
-            {"exception.type": error_type, "exception.message": scrub(str(event.error))},
-            now,
+        message = scrub(str(event.error))
+        for at, attributes in run.retries:  # no chat span will carry them
+            span.add_event(sc.EVENT_RETRY, attributes, at)
+        span.add_event(
+            sc.EVENT_EXCEPTION, {sc.EXCEPTION_TYPE: error_type, sc.EXCEPTION_MESSAGE: message}, now
         )
-        run.span.attributes["error.type"] = error_type
-        run.span.fail(scrub(str(event.error)) or error_type)
+        span.set_attribute(sc.ERROR_TYPE, error_type)
+        span.set_status(Status(StatusCode.ERROR, message or error_type))
         self._finish(run, event.duration, error_type, None, now)
 
     def _finish(
         self, run: _Run, duration: float, error_type: str | None, ratio: float | None, now: int
     ) -> None:
-        for span in run.tools.values():  # calls the run abandoned
-            span.attributes["tether.tool.outcome"] = "interrupted"
-            span.fail("the run ended before the call finished")
+        instruments = self.instruments
+        for call_id, span in run.tools.items():  # calls the run abandoned
+            span.set_attributes({sc.TOOL_OUTCOME: "interrupted", sc.ERROR_TYPE: "tool_interrupted"})
+            span.set_status(Status(StatusCode.ERROR, "the run ended before the call finished"))
             span.end(now)
+            if instruments is not None:
+                instruments.count_tool_call(run.tool_names.get(call_id, ""), "interrupted")
+        run.tools.clear()
         run.span.end(now)
         del self._runs[run.start.run_id]
-        instruments = self.instruments
         if instruments is not None:
-            for (name, outcome), count in run.tool_counts.items():
-                instruments.count_tool_calls(name, outcome, count)
-            attributes = {"gen_ai.operation.name": "invoke_agent", **run.base}
+            attributes = {sc.OPERATION_NAME: sc.INVOKE_AGENT, **run.base}
             if error_type is not None:
-                attributes["error.type"] = error_type
-            instruments.record(instruments.duration, duration, attributes)
+                attributes[sc.ERROR_TYPE] = error_type
+            instruments.duration.record(duration, attributes)
             if ratio is not None:
-                instruments.record(instruments.cache_hit_ratio, ratio, run.base)
+                instruments.cache_hit_ratio.record(ratio, run.base)
 
     # -- model calls ----------------------------------------------------------------------------
     def _turn_end(self, run: _Run, event: TurnEnd, now: int) -> None:
         usage = event.usage
-        chat = run.chats.get(event.model)
-        if chat is None:
-            chat = run.chats[event.model] = self.writer.template(
-                run.chat_name, _CLIENT, run.span, _chat_attributes(run, event.model)
-            )
-        attributes: dict[str, Any] = {
-            "gen_ai.response.finish_reasons": _FINISH_REASONS[event.stop_reason],
-            "gen_ai.usage.input_tokens": usage.input_tokens,
-            "gen_ai.usage.output_tokens": usage.output_tokens,
-        }
+        attributes = dict(self._chat_attributes(run, event.model))
+        attributes[sc.RESPONSE_FINISH_REASONS] = _FINISH_REASONS[event.stop_reason]
+        attributes[sc.USAGE_INPUT_TOKENS] = usage.input_tokens
+        attributes[sc.USAGE_OUTPUT_TOKENS] = usage.output_tokens
         if usage.cache_read_tokens or usage.cache_write_tokens:
-            attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
-            attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+            attributes[sc.USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+            attributes[sc.USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
         if usage.reasoning_tokens:
-            attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+            attributes[sc.USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
         if event.time_to_first_token is not None:
-            attributes["gen_ai.response.time_to_first_chunk"] = event.time_to_first_token
+            attributes[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = event.time_to_first_token
         if event.cost is not None:
-            attributes["tether.cost.usd"] = event.cost
-        events = None
+            attributes[sc.COST_USD] = event.cost
         if run.retries:
-            attributes["tether.attempts"] = 1 + len(run.retries)
-            events = [("gen_ai.retry", retry, at) for at, retry in run.retries]
-            run.retries.clear()
+            attributes[sc.ATTEMPTS] = 1 + len(run.retries)
         if self.capture_content:
             text = "".join(run.text)
             run.text.clear()
-            attributes["gen_ai.output.messages"] = _messages(
-                "assistant", text, event.stop_reason.value
-            )
-        self.writer.record(chat, attributes, now - int(event.latency * 1e9), now, events)
+            attributes[sc.OUTPUT_MESSAGES] = _messages("assistant", text, event.stop_reason.value)
+        span = self.tracer.start_span(
+            run.chat_name,
+            context=run.context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=now - int(event.latency * 1e9),
+        )
+        for at, retry in run.retries:
+            span.add_event(sc.EVENT_RETRY, retry, at)
+        run.retries.clear()
+        span.end(now)
         instruments = self.instruments
         if instruments is not None:
             labels = run.labels.get(event.model)
@@ -341,10 +305,26 @@ class OtelObserver:
                 labels = run.labels[event.model] = _chat_labels(
                     run.base, _bare_model(event.model, run.start.provider)
                 )
-            tokens = instruments.token_usage
-            instruments.record(tokens, usage.input_tokens, labels[1])
-            instruments.record(tokens, usage.output_tokens, labels[2])
-            instruments.record(instruments.duration, event.latency, labels[0])
+            instruments.token_usage.record(usage.input_tokens, labels[1])
+            instruments.token_usage.record(usage.output_tokens, labels[2])
+            instruments.duration.record(event.latency, labels[0])
+
+    def _chat_attributes(self, run: _Run, model: str) -> dict[str, Any]:
+        """The attributes every chat span of ``run`` answered by ``model`` starts with."""
+        attributes = run.chat_attributes.get(model)
+        if attributes is None:
+            start = run.start
+            attributes = {
+                sc.OPERATION_NAME: sc.CHAT,
+                **run.base,
+                sc.RESPONSE_MODEL: _bare_model(model, start.provider),
+            }
+            if start.temperature is not None:
+                attributes[sc.REQUEST_TEMPERATURE] = start.temperature
+            if start.max_output_tokens is not None:
+                attributes[sc.REQUEST_MAX_TOKENS] = start.max_output_tokens
+            run.chat_attributes[model] = attributes
+        return attributes
 
     def _retry(self, run: _Run, event: Retry, now: int) -> None:
         run.text.clear()  # the failed attempt's deltas are not part of the answer
@@ -352,34 +332,34 @@ class OtelObserver:
             (
                 now,
                 {
-                    "tether.retry.attempt": event.attempt,
-                    "tether.retry.delay_s": event.delay,
-                    "error.type": type(event.error).__name__,
-                    "exception.message": scrub(str(event.error)),
+                    sc.RETRY_ATTEMPT: event.attempt,
+                    sc.RETRY_DELAY_S: event.delay,
+                    sc.ERROR_TYPE: type(event.error).__name__,
+                    sc.EXCEPTION_MESSAGE: scrub(str(event.error)),
                 },
             )
         )
 
     def _compaction(self, run: _Run, event: Compaction, now: int) -> None:
-        run.span.event(
-            "tether.compaction",
+        run.span.add_event(
+            sc.EVENT_COMPACTION,
             {
-                "tether.compaction.strategy": event.strategy,
-                "tether.compaction.tokens_before": event.tokens_before,
-                "tether.compaction.tokens_after": event.tokens_after,
-                "tether.compaction.messages_before": event.messages_before,
-                "tether.compaction.messages_after": event.messages_after,
+                sc.COMPACTION_STRATEGY: event.strategy,
+                sc.COMPACTION_TOKENS_BEFORE: event.tokens_before,
+                sc.COMPACTION_TOKENS_AFTER: event.tokens_after,
+                sc.COMPACTION_MESSAGES_BEFORE: event.messages_before,
+                sc.COMPACTION_MESSAGES_AFTER: event.messages_after,
             },
             now,
         )
 
     def _cache_warning(self, run: _Run, event: CacheWarning, now: int) -> None:
-        run.span.event(
-            "tether.cache_warning",
+        run.span.add_event(
+            sc.EVENT_CACHE_WARNING,
             {
-                "tether.cache.hit_ratio": event.hit_ratio,
-                "tether.cache.threshold": event.threshold,
-                "tether.run.turns": event.turns,
+                sc.CACHE_HIT_RATIO: event.hit_ratio,
+                sc.CACHE_THRESHOLD: event.threshold,
+                sc.RUN_TURNS: event.turns,
             },
             now,
         )
@@ -387,86 +367,57 @@ class OtelObserver:
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
         span = self._open_tool(run, event.call_id, event.name, now)
-        if self.capture_content:
-            span.attributes["gen_ai.tool.call.arguments"] = _cut(
-                json.dumps(event.arguments, default=str, ensure_ascii=False)
-            )
+        span.set_attribute(
+            sc.TOOL_CALL_ARGUMENTS,
+            _cut(json.dumps(event.arguments, default=str, ensure_ascii=False)),
+        )
 
-    def _open_tool(self, run: _Run, call_id: str, name: str, now: int) -> OpenSpan:
+    def _open_tool(self, run: _Run, call_id: str, name: str, now: int) -> trace.Span:
         """The call's ``execute_tool`` span: open already (its body started, or its
-        ``ToolStart`` was handled), else opened now, starting at ``now``."""
+        ``ToolStart`` was handled), else started now, at ``now``."""
         span = run.tools.get(call_id)
         if span is None:
             span = run.tools[call_id] = self._tool_span(run, call_id, name, now)
+            run.tool_names[call_id] = name
         return span
 
-    def _tool_span(self, run: _Run, call_id: str, name: str, start_time: int) -> OpenSpan:
-        template = run.tool_spans.get(name)
-        if template is None:
-            fixed = self._tools.get(name)
-            if fixed is None:
-                if len(self._tools) >= 1024:
-                    self._tools.clear()
-                fixed = self._tools[name] = _tool_attributes(name)
-            template = run.tool_spans[name] = self.writer.template(
-                f"execute_tool {name}", _INTERNAL, run.span, fixed
-            )
-        return self.writer.open(template, {"gen_ai.tool.call.id": call_id}, start_time)
+    def _tool_span(self, run: _Run, call_id: str, name: str, start_time: int) -> trace.Span:
+        return self.tracer.start_span(
+            sc.tool_span_name(name),
+            context=run.context,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                sc.OPERATION_NAME: sc.EXECUTE_TOOL,
+                sc.TOOL_NAME: name,
+                sc.TOOL_TYPE: "function",
+                sc.TOOL_CALL_ID: call_id,
+            },
+            start_time=start_time,
+        )
 
     def _tool_end(self, run: _Run, event: ToolEnd, now: int) -> None:
-        # opened when its body started (or its ToolStart was handled); else it never ran
+        # started when its body started (or its ToolStart was handled); else it never ran
         span = run.tools.pop(event.call_id, None) or self._tool_span(
             run, event.call_id, event.name, now - int(event.duration * 1e9)
         )
+        run.tool_names.pop(event.call_id, None)
         outcome = "interrupted" if event.interrupted else "error" if event.result.is_error else "ok"
-        span.attributes["tether.tool.outcome"] = outcome
+        span.set_attribute(sc.TOOL_OUTCOME, outcome)
         if outcome != "ok":
-            span.attributes["error.type"] = (
-                "tool_interrupted" if event.interrupted else "tool_error"
+            span.set_attribute(
+                sc.ERROR_TYPE, "tool_interrupted" if event.interrupted else "tool_error"
             )
-            span.fail(_cut(event.result.text)[:200])
+            span.set_status(Status(StatusCode.ERROR, _cut(event.result.text)[:200]))
         if self.capture_content:
-            span.attributes["gen_ai.tool.call.result"] = _cut(event.result.text)
+            span.set_attribute(sc.TOOL_CALL_RESULT, _cut(event.result.text))
         span.end(now)
         if self.instruments is not None:
-            key = (event.name, outcome)
-            run.tool_counts[key] = run.tool_counts.get(key, 0) + 1
-
-    def runs_in_progress(self) -> Iterator[str]:
-        """Ids of the runs whose spans are open (for diagnostics)."""
-        return iter(list(self._runs))
-
-
-def _chat_attributes(run: _Run, model: str) -> dict[str, Any]:
-    """The attributes every chat span of ``run`` answered by ``model`` starts with."""
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        **run.base,
-        "gen_ai.response.model": _bare_model(model, run.start.provider),
-    }
-    if run.start.temperature is not None:
-        attributes["gen_ai.request.temperature"] = run.start.temperature
-    if run.start.max_output_tokens is not None:
-        attributes["gen_ai.request.max_tokens"] = run.start.max_output_tokens
-    return attributes
-
-
-def _tool_attributes(name: str) -> dict[str, Any]:
-    """The attributes every ``execute_tool`` span of the tool ``name`` starts with."""
-    return {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        "gen_ai.tool.type": "function",
-    }
+            self.instruments.count_tool_call(event.name, outcome)
 
 
 def _chat_labels(base: dict[str, Any], response_model: str) -> tuple[dict[str, Any], ...]:
-    chat = {"gen_ai.operation.name": "chat", **base, "gen_ai.response.model": response_model}
-    return (
-        chat,
-        {**chat, "gen_ai.token.type": "input"},
-        {**chat, "gen_ai.token.type": "output"},
-    )
+    chat = {sc.OPERATION_NAME: sc.CHAT, **base, sc.RESPONSE_MODEL: response_model}
+    return chat, {**chat, sc.TOKEN_TYPE: "input"}, {**chat, sc.TOKEN_TYPE: "output"}
 
 
 def _bare_model(model: str, provider: str) -> str:

@@ -101,22 +101,14 @@ def _sdk_providers(
             meter_provider = SdkMeterProvider(resource=resource, metric_readers=[reader])
         return tracer_provider, meter_provider
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-    from .otlp import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     base = settings.endpoint.rstrip("/") if settings.endpoint else None
     timeout = None if _timeout_configured() else EXPORT_TIMEOUT_S
     span_exporter = OTLPSpanExporter(
         endpoint=f"{base}/v1/traces" if base else None, timeout=timeout
     )
-    if span_exporter.encodes_batches:
-        from .batch import OtlpBatchSpanProcessor
-
-        tracer_provider.add_span_processor(
-            OtlpBatchSpanProcessor(span_exporter, export_process=settings.export_process)
-        )
-    else:
-        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
     if settings.metrics:
         metric_exporter = OTLPMetricExporter(
             endpoint=f"{base}/v1/metrics" if base else None, timeout=timeout

@@ -33,7 +33,6 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "metrics": bool,
     "metric_interval_s": (int, float),
     "instrument_httpx": bool,
-    "export_process": bool,
 }
 
 
@@ -54,9 +53,6 @@ class OtelSettings:
         turns it on too.
     :param instrument_httpx: instrument httpx (needs ``tether-otel[httpx]``), so HTTP
         requests made by tools carry the trace context of their ``execute_tool`` span.
-    :param export_process: with the ``otlp`` exporter, encode and send spans from a child
-        process rather than from a thread of the application's (on by default; see
-        :mod:`tether_otel.export_process`).
     """
 
     enabled: bool | None = None
@@ -67,7 +63,6 @@ class OtelSettings:
     metrics: bool = True
     metric_interval_s: float | None = None
     instrument_httpx: bool = False
-    export_process: bool = True
     explicit: bool = False
     """The section set something (so the plugin is wanted even without OTEL_* variables)."""
 
@@ -133,6 +128,5 @@ def parse_settings(settings: Mapping[str, Any]) -> OtelSettings:
         metrics=values.get("metrics", True),
         metric_interval_s=values.get("metric_interval_s"),
         instrument_httpx=values.get("instrument_httpx", False),
-        export_process=values.get("export_process", True),
         explicit=explicit,
     )
