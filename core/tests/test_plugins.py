@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import textwrap
-import time
 import types
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +14,8 @@ import pytest
 import tether
 from tether.config import Config
 from tether.errors import DuplicateComponentError, UnknownProviderError
-from tether.events import RunStart, ToolStart, TurnEnd
-from tether.observe import BATCH_DELAY_S, current_run
+from tether.events import ToolStart
+from tether.observe import current_run
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
 from tether.testing import Reply, ScriptedProvider, call
@@ -342,136 +339,6 @@ async def test_observers_learn_that_a_run_was_abandoned_by_its_consumer() -> Non
             break
     await stream.aclose()
     assert [type(e).__name__ for e in seen] == ["RunStart", "TurnEnd", "ToolStart", "RunAborted"]
-
-
-class BatchRecorder:
-    """A batch observer: run starts as they happen, everything else in batches."""
-
-    immediate_events = frozenset({RunStart})
-
-    def __init__(self) -> None:
-        self.immediate: list[str] = []
-        self.batches: list[list[tuple[str, int]]] = []
-        self.runs: list[str | None] = []
-
-    def __call__(self, event: object) -> None:
-        self.immediate.append(type(event).__name__)
-
-    def observe_batch(self, run: RunStart, events: Sequence[tuple[object, int]]) -> None:
-        current = current_run()
-        self.runs.append(current.run_id if current is not None else None)
-        assert current is run
-        self.batches.append([(type(event).__name__, at) for event, at in events])
-
-
-async def test_a_batch_observer_gets_a_quick_runs_events_in_one_batch_in_order() -> None:
-    observer = BatchRecorder()
-    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
-    started = time.time_ns()
-    result = await observed_agent(observer, provider, [shout]).run("x")
-    assert result.ok
-    assert observer.immediate == ["RunStart"]
-    (batch,) = observer.batches  # handed over when the run ended
-    assert [name for name, _ in batch] == [
-        "TurnEnd",
-        "ToolStart",
-        "ToolEnd",
-        "TextDelta",
-        "TurnEnd",
-        "Done",
-    ]
-    times = [at for _, at in batch]
-    assert started <= times[0] and times == sorted(times) and times[-1] <= time.time_ns()
-    assert observer.runs == [result.run_id]
-
-
-class TurnRecorder(BatchRecorder):
-    """A batch observer that takes only the ends of model turns in batches."""
-
-    batched_events = frozenset({TurnEnd})
-
-
-@pytest.mark.parametrize("alongside", [False, True], ids=["alone", "with another observer"])
-async def test_a_batch_observer_naming_its_batched_events_gets_only_those(
-    alongside: bool,
-) -> None:
-    observer = TurnRecorder()
-    seen: list[str] = []
-    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
-    agent = observed_agent(observer, provider, [shout])
-    if alongside:
-        agent = tether.Agent(
-            provider,
-            tools=[shout],
-            config=Config(),
-            plugins=[
-                plugin_module(
-                    "obs",
-                    register_observers=lambda observers: (
-                        observers.add("observer", observer),
-                        observers.add("names", lambda event: seen.append(type(event).__name__)),
-                    ),
-                )
-            ],
-        )
-    result = await agent.run("x")
-    assert result.ok
-    assert observer.immediate == ["RunStart"]
-    # one batch, handed over when the run ended though Done is not among the types it takes
-    assert [[name for name, _ in batch] for batch in observer.batches] == [["TurnEnd", "TurnEnd"]]
-    if alongside:  # the other observer still sees everything
-        assert seen[0] == "RunStart" and seen[-1] == "Done" and "ToolStart" in seen
-
-
-async def test_a_batch_observer_gets_a_waiting_runs_events_within_the_batch_delay() -> None:
-    observer = BatchRecorder()
-    delivered_while_waiting: list[int] = []
-
-    @tether.tool
-    async def wait() -> str:
-        """Wait a while."""
-        await asyncio.sleep(BATCH_DELAY_S * 3)
-        delivered_while_waiting.append(len(observer.batches))
-        return "waited"
-
-    provider = ScriptedProvider([Reply(tool_calls=[call("wait")]), Reply(text="ok")])
-    assert (await observed_agent(observer, provider, [wait]).run("x")).ok
-    assert delivered_while_waiting == [1]  # TurnEnd and ToolStart, while the tool waited
-    assert [name for name, _ in observer.batches[0]] == ["TurnEnd", "ToolStart"]
-    assert [name for b in observer.batches[1:] for name, _ in b] == [
-        "ToolEnd",
-        "TextDelta",
-        "TurnEnd",
-        "Done",
-    ]
-
-
-async def test_a_batch_observer_that_raises_is_logged_and_the_run_goes_on(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    class Broken(BatchRecorder):
-        def observe_batch(self, run: RunStart, events: Sequence[tuple[object, int]]) -> None:
-            raise RuntimeError("batch observer bug")
-
-    provider = ScriptedProvider([Reply(text="HI")])
-    with caplog.at_level("ERROR", logger="tether.observers"):
-        assert (await observed_agent(Broken(), provider, []).run("x")).ok
-    assert "Broken" in caplog.text and "batch observer bug" in caplog.text
-
-
-async def test_a_batch_observer_learns_at_once_that_a_run_was_abandoned() -> None:
-    observer = BatchRecorder()
-    provider = ScriptedProvider([Reply(tool_calls=[call("shout", text="hi")]), Reply(text="HI")])
-    stream = observed_agent(observer, provider, [shout]).stream("x")
-    async for event in stream:
-        if isinstance(event, ToolStart):
-            break
-    await stream.aclose()
-    assert [name for b in observer.batches for name, _ in b] == [
-        "TurnEnd",
-        "ToolStart",
-        "RunAborted",
-    ]
 
 
 async def test_a_tool_scope_that_raises_is_logged_and_the_tool_still_runs(

@@ -194,8 +194,7 @@ def register_observers(observers: ObserverRegistrar) -> None:
         ``factory(settings, config)`` with its ``[observers.<name>]`` settings and uses the
         callback returned (``None``: inactive). During a callback,
         :func:`tether.observe.current_run` is the run that emitted the event; an observer
-        with a ``tool_scope(call)`` method has it entered around every tool body, and one
-        with an ``observe_batch(run, events)`` method gets a run's events in batches (see
+        with a ``tool_scope(call)`` method has it entered around every tool body (see
         :mod:`tether.observe`).
 
     Since 0.1.

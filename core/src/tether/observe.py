@@ -14,31 +14,18 @@ An observer object may also define ``tool_scope(call: ToolCallInfo)`` returning 
 manager (or ``None``); the core enters it around the tool's body, in the task that runs
 the tool, so whatever the observer makes current there (a tracing span) is seen by code
 the tool calls (an instrumented HTTP client propagating trace context).
-
-An observer object that defines ``observe_batch(run, events)`` takes a run's events in
-batches instead (:class:`BatchObserver`): the core notes each event with the time it
-came (``time.time_ns()``) and hands them over together, in order — when the run ends,
-when :data:`BATCH_MAX` are waiting, and otherwise at most :data:`BATCH_DELAY_S` later, on
-the run's event loop. Events of the types in its ``immediate_events`` still go to
-``observer(event)`` as they happen. If it also names ``batched_events``, only events of
-those types are batched, and no others are kept for it (its batch is still handed over
-when the run ends). Called once per event between the harness's own steps, an
-observer's code runs with cold processor caches and costs several times what it costs in
-a loop; tracing does this.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from time import time_ns
 from types import FunctionType, MethodType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Done, RunAborted, observer_failed
 from .tool_execution import ToolExecutor
@@ -49,9 +36,6 @@ if TYPE_CHECKING:
     from .run_settings import RunSettings
 
 __all__ = [
-    "BATCH_DELAY_S",
-    "BATCH_MAX",
-    "BatchObserver",
     "ObservedToolExecutor",
     "RunObservation",
     "ToolCallInfo",
@@ -62,33 +46,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-BATCH_DELAY_S = 0.1
-"""The longest an event waits for its batch while the run's event loop runs."""
-
-BATCH_MAX = 512
-"""The most events a batch holds."""
-
-
-@runtime_checkable
-class BatchObserver(Protocol):
-    """An observer that takes a run's events in batches (see the module docs)."""
-
-    immediate_events: Collection[type]
-    """Event types to have as they happen, through ``observer(event)`` (a run's start,
-    say, when later callbacks need what it sets up at once).
-
-    It may also define ``batched_events: Collection[type]``, the types it takes in
-    batches (without it: every type not immediate). Naming them saves keeping events it
-    would ignore, and takes a shorter path through the core for each event."""
-
-    def __call__(self, event: Any) -> None: ...
-
-    def observe_batch(self, run: RunStart, events: Sequence[tuple[Any, int]]) -> None:
-        """Take ``events`` of ``run``, in the order they happened, each with the time it
-        came (``time.time_ns()``); :func:`current_run` is ``run`` meanwhile."""
-        ...
-
 
 _CURRENT_RUN: ContextVar[RunStart | None] = ContextVar("tether_current_run", default=None)
 _CURRENT_CALL: ContextVar[ToolCallInfo | None] = ContextVar("tether_tool_call", default=None)
@@ -140,29 +97,12 @@ def run_start(settings: RunSettings, session_id: str) -> RunStart:
     )
 
 
-class _Batch:
-    """One batch observer's events of one run, waiting to be handed over."""
-
-    __slots__ = ("batched", "call", "deliver", "immediate", "observer", "pending", "timer")
-
-    def __init__(self, observer: BatchObserver) -> None:
-        self.observer = observer
-        self.call = _direct_call(observer)
-        self.deliver = observer.observe_batch
-        self.immediate = frozenset(getattr(observer, "immediate_events", ()))
-        batched = getattr(observer, "batched_events", None)
-        self.batched = None if batched is None else frozenset(batched) - self.immediate
-        """The types it takes in batches (``None``: all but the immediate ones)."""
-        self.pending: list[tuple[Any, int]] = []
-        self.timer: asyncio.TimerHandle | None = None
-
-
 class RunObservation:
     """Hands one run's events to its observers (with :func:`current_run` set), and, used
     as a context manager around the run, a :class:`~tether.events.RunAborted` when the run
     is left by an exception (or the consumer stopped iterating) before ``Done``."""
 
-    __slots__ = ("_batches", "_calls", "_lone", "done", "elapsed", "observers", "start")
+    __slots__ = ("_calls", "done", "elapsed", "observers", "start")
 
     def __init__(
         self,
@@ -172,106 +112,26 @@ class RunObservation:
     ) -> None:
         self.start = start
         self.observers = observers
-        calls: list[Callable[[Any], None]] = []
-        batches: list[_Batch] = []
-        for observer in observers:
-            if callable(getattr(observer, "observe_batch", None)):
-                batches.append(_Batch(observer))  # type: ignore[arg-type]
-            else:
-                calls.append(_direct_call(observer))
-        self._calls = tuple(calls)
-        self._batches = tuple(batches)
-        self._lone = self._batches[0] if len(self._batches) == 1 and not self._calls else None
-        """The only observer, when that is a batch observer (see :meth:`notifier`)."""
+        self._calls = tuple(_direct_call(observer) for observer in observers)
         self.elapsed = elapsed
         self.done = False
 
-    def notifier(self) -> Callable[[Any], None] | None:
-        """What to hand each event of the run to: :meth:`notify`, or a shortcut of it when
-        the only observer is a batch observer naming its ``batched_events`` (tracing's
-        common case); ``None`` without observers."""
-        if not self.observers:
-            return None
-        lone = self._lone
-        return self._add_to_lone_batch if lone is not None and lone.batched else self.notify
-
     def notify(self, event: Any) -> None:
         """Give ``event`` to each observer in turn while :func:`current_run` is this run's
-        start (to a batch observer, add it to its batch). An observer that raises is
-        logged on the ``tether.observers`` logger and skipped: observers never break a run
-        (:func:`tether.events.notify`, inlined: this runs for every event of every
-        observed run)."""
-        kind = type(event)
-        calls = self._calls
-        if self._batches:
-            now = time_ns()
-            for batch in self._batches:
-                if kind in batch.immediate:
-                    calls = (*calls, batch.call)
-                    continue
-                if batch.batched is None or kind in batch.batched:
-                    pending = batch.pending
-                    pending.append((event, now))
-                    if kind is Done or kind is RunAborted or len(pending) >= BATCH_MAX:
-                        self._deliver(batch)
-                    elif batch.timer is None:
-                        self._deliver_later(batch)
-                elif kind is Done or kind is RunAborted:  # the run's end, not taken
-                    self._deliver(batch)
-        if calls:
-            token = _CURRENT_RUN.set(self.start)
-            try:
-                for observer in calls:
-                    try:
-                        observer(event)
-                    except Exception:
-                        observer_failed(observer)
-            finally:
-                _CURRENT_RUN.reset(token)
-        if kind is Done:
-            self.done = True
-
-    def _add_to_lone_batch(self, event: Any) -> None:
-        """:meth:`notify` when the only observer is a batch observer naming its
-        ``batched_events`` (its batch step, written out: this runs for every event of every
-        traced run)."""
-        kind = type(event)
-        batch: _Batch = self._lone  # type: ignore[assignment]
-        if kind not in batch.batched:  # type: ignore[operator]  # (not None here)
-            if kind in batch.immediate or kind is Done or kind is RunAborted:
-                self.notify(event)
-            return  # (a type it does not take)
-        pending = batch.pending
-        pending.append((event, time_ns()))
-        if kind is Done or kind is RunAborted or len(pending) >= BATCH_MAX:
-            self._deliver(batch)
-            self.done = kind is Done
-        elif batch.timer is None:
-            self._deliver_later(batch)
-
-    def _deliver_later(self, batch: _Batch) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop to wait on: now
-            self._deliver(batch)
-        else:
-            batch.timer = loop.call_later(BATCH_DELAY_S, self._deliver, batch)
-
-    def _deliver(self, batch: _Batch) -> None:
-        if batch.timer is not None:
-            batch.timer.cancel()
-            batch.timer = None
-        events = batch.pending
-        if not events:
-            return
-        batch.pending = []
+        start. An observer that raises is logged on the ``tether.observers`` logger and
+        skipped: observers never break a run (:func:`tether.events.notify`, inlined: this
+        runs for every event of every observed run)."""
         token = _CURRENT_RUN.set(self.start)
         try:
-            batch.deliver(self.start, events)
-        except Exception:
-            observer_failed(batch.observer)
+            for observer in self._calls:
+                try:
+                    observer(event)
+                except Exception:
+                    observer_failed(observer)
         finally:
             _CURRENT_RUN.reset(token)
+        if type(event) is Done:
+            self.done = True
 
     def __enter__(self) -> RunObservation:
         return self

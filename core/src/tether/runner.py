@@ -126,7 +126,7 @@ class Run(RunAccounts):
         with one_run_at_a_time(self.session), self.scope, observation:
             self.guard.start()
             async with contextlib.aclosing(self._loop()) as loop:
-                notify = observation.notifier()
+                notify = observation.notify if observation.observers else None
                 async for event in loop:
                     if notify is not None:
                         notify(event)
