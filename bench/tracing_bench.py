@@ -171,12 +171,10 @@ def worker(sink_url: str, block: int) -> None:
             for provider in flushers.get(name, ()):
                 provider.force_flush()
         print(json.dumps({"ready": "tether", "version": version("tether")}), flush=True)
-        turn = 0
-        for line in sys.stdin:
+        for turn, line in enumerate(sys.stdin):
             if line.strip() != "round":
                 break
             order = names[turn % len(names) :] + names[: turn % len(names)]
-            turn += 1
             times = {name: await one_block(name) for name in order}
             print(json.dumps(times), flush=True)
 

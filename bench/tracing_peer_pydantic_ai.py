@@ -114,12 +114,10 @@ def main() -> None:
                 provider.force_flush()
         print(json.dumps({"ready": "pydantic-ai", "version": version("pydantic-ai-slim")}))
         sys.stdout.flush()
-        turn = 0
-        for line in sys.stdin:
+        for turn, line in enumerate(sys.stdin):
             if line.strip() != "round":
                 break
             order = names[turn % len(names) :] + names[: turn % len(names)]
-            turn += 1
             times = {name: await one_block(name) for name in order}
             print(json.dumps(times), flush=True)
 
