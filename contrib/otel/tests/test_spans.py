@@ -500,14 +500,13 @@ class CountingIds(RandomIdGenerator):
         return self.last
 
 
-async def test_span_ids_come_from_the_providers_id_generator() -> None:
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider(id_generator=CountingIds())
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+async def test_span_ids_come_from_the_providers_id_generator(path: str) -> None:
+    telemetry = Telemetry(path=path, tracer_provider=TracerProvider(id_generator=CountingIds()))
     provider = ScriptedProvider([Reply(tool_calls=[call("add", a=1, b=2)]), Reply(text="3")])
-    plugin = OtelPlugin(tracer_provider=tracer_provider)
-    await tether.Agent(provider, tools=[add], config=Config(), plugins=[plugin]).run("go")
-    ids = sorted(s.context.span_id for s in spans.get_finished_spans())
+    agent = tether.Agent(provider, tools=[add], config=Config(), plugins=[telemetry.plugin])
+    await agent.run("go")
+    ids = sorted(s.context.span_id for s in telemetry.finished())
+    telemetry.close()
     assert ids == [1, 2, 3, 4]  # the run, two chat spans, the tool call
 
 
