@@ -106,3 +106,22 @@ def fake_server() -> Any:
 
     with FakeServer() as server:
         yield server
+
+
+@pytest.fixture
+def google_oauth() -> Any:
+    """A :class:`~tether.testing.google_oauth.FakeGoogleOAuth` token endpoint on loopback,
+    started and closed for you (needs google-auth's ``cryptography``)."""
+    from .google_oauth import FakeGoogleOAuth
+
+    with FakeGoogleOAuth() as oauth:
+        yield oauth
+
+
+@pytest.fixture
+def google_adc(google_oauth: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A key file of ``google_oauth`` as the Application Default Credentials, with no
+    project or location in the environment (:meth:`FakeGoogleOAuth.use_adc`); undone
+    after the test."""
+    path: Path = google_oauth.use_adc(tmp_path, monkeypatch)
+    return path
