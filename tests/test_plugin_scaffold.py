@@ -103,7 +103,7 @@ def test_tether_plugins_lists_every_new_component(made: tuple[Path, Path], tmp_p
     assert {
         ("tool", "wordcount", "tether-wordcount"),
         ("provider", "echoer", "tether-echoer"),
-        ("memory backend", "jsonkb", "tether-jsonkb"),
+        ("knowledge backend", "jsonkb", "tether-jsonkb"),
         ("session store", "jsonstore", "tether-jsonstore"),
     } <= found
 

@@ -16,10 +16,10 @@ from tether.testing import Reply, ScriptedProvider, call
 def backend_plugin(name: str, backend: MemoryBackend) -> types.ModuleType:
     module = types.ModuleType(f"{name}_plugin")
 
-    def register_memory_backends(backends: Any) -> None:
+    def register_knowledge_backends(backends: Any) -> None:
         backends.add(name, lambda **settings: backend)
 
-    module.register_memory_backends = tether.hookimpl(register_memory_backends)  # type: ignore[attr-defined]
+    module.register_knowledge_backends = tether.hookimpl(register_knowledge_backends)  # type: ignore[attr-defined]
     return module
 
 

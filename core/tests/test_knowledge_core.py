@@ -186,7 +186,7 @@ async def test_fusion_is_configured_in_memory_settings(
     )
     manager = PluginManager(entry_points=False)
     kb = KnowledgeBase.open(
-        load_config(), backends=manager.memory_backends, embedders=manager.embedders
+        load_config(), backends=manager.knowledge_backends, embedders=manager.embedders
     )
     assert kb.fusion == "convex"
     await kb.add("retries.md", "Backoff is exponential.\nThe delay is capped at 30 s.\n")

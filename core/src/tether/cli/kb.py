@@ -47,7 +47,7 @@ def _open(state: CliState, backend: str | None, embedder: str | None) -> Knowled
     manager = state.plugin_manager()
     return KnowledgeBase.open(
         state.config(),
-        backends=manager.memory_backends,
+        backends=manager.knowledge_backends,
         embedders=manager.embedders,
         backend=backend,
         embedder=embedder,

@@ -51,7 +51,7 @@ class Embedder(Protocol):
       length ``dimensions``. It may batch internally. An empty input returns ``[]``.
     - :meth:`embed_query` embeds a search query for comparison with document vectors.
     - Vectors need not be normalised; the knowledge base normalises them before use.
-    - Failures raise :class:`~tether.errors.MemoryBackendError` (or a subclass) with a
+    - Failures raise :class:`~tether.errors.KnowledgeBackendError` (or a subclass) with a
       message saying what to fix, never a vendor exception.
     """
 

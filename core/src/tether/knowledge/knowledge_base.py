@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, MemoryBackendError
+from ..errors import ConfigError, KnowledgeBackendError
 from .backend import DocumentInfo, DocumentWrite, KnowledgeBackend
 from .chunking import Chunk, Chunker
 from .embedders import Embedder, load_embedder
@@ -34,7 +34,7 @@ from .passages import merge_passages
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..registry import EmbedderRegistrar, MemoryBackendRegistrar
+    from ..registry import EmbedderRegistrar, KnowledgeBackendRegistrar
     from ..tools import Tool
 
 __all__ = ["AddOutcome", "AddProgress", "KnowledgeBase", "SearchMode"]
@@ -161,7 +161,7 @@ class KnowledgeBase:
         cls,
         config: Config,
         *,
-        backends: MemoryBackendRegistrar,
+        backends: KnowledgeBackendRegistrar,
         embedders: EmbedderRegistrar,
         backend: str | None = None,
         embedder: str | None = None,
@@ -169,7 +169,7 @@ class KnowledgeBase:
     ) -> KnowledgeBase:
         """The knowledge base described by ``[memory]`` in ``config``, built from the
         components in ``backends`` and ``embedders`` (a plugin manager's registrars:
-        ``manager.memory_backends``, ``manager.embedders``).
+        ``manager.knowledge_backends``, ``manager.embedders``).
 
         ``backend``/``embedder`` override the configured names; ``settings`` override
         ``[memory] settings``. Backend factories receive the remaining settings plus
@@ -381,7 +381,7 @@ class KnowledgeBase:
             batch = [c.indexed_text for c in chunks[start : start + self.batch_size]]
             embedded = await self.embedder.embed(batch)
             if len(embedded) != len(batch):
-                raise MemoryBackendError(
+                raise KnowledgeBackendError(
                     f'Embedder "{self.embedder.name}" returned {len(embedded)} vectors for '
                     f"{len(batch)} texts; it must return one per text."
                 )
@@ -397,7 +397,7 @@ class KnowledgeBase:
             {d.embedder for d in documents if d.embedder not in (None, self.embedder.name)}, key=str
         )
         if foreign:
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"This knowledge base was indexed with embedder {', '.join(map(str, foreign))} "
                 f'but "{self.embedder.name}" is configured; vectors of different models '
                 f"cannot be compared. Configure the original embedder, or re-index with "
@@ -501,15 +501,15 @@ def _units(vectors: Sequence[Sequence[float]]) -> Any:
     try:
         matrix = np.array(vectors, dtype=np.float32)
     except ValueError as exc:
-        raise MemoryBackendError(
+        raise KnowledgeBackendError(
             f"The embedder returned vectors of different lengths ({exc}); it must return "
             f"one vector of its fixed dimension per text."
         ) from exc
     if matrix.ndim != 2:
-        raise MemoryBackendError("The embedder must return one flat vector of numbers per text.")
+        raise KnowledgeBackendError("The embedder must return one flat vector of numbers per text.")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     if not np.isfinite(norms).all():
-        raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
+        raise KnowledgeBackendError("The embedder returned a vector with NaN or infinite values.")
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
 
