@@ -7,7 +7,7 @@ import types
 from typing import Any
 
 import tether
-from tether.config import Config, MemoryConfig
+from tether.config import Config, KnowledgeConfig
 from tether.knowledge import KnowledgeBase
 from tether.knowledge.memory_backend import MemoryBackend
 from tether.testing import Reply, ScriptedProvider, call
@@ -30,7 +30,7 @@ async def search_through(agent_backend: str, backend: MemoryBackend, query: str)
     agent = tether.Agent(
         provider,
         tools=["kb"],
-        config=Config(memory=MemoryConfig(backend=agent_backend)),
+        config=Config(knowledge=KnowledgeConfig(backend=agent_backend)),
         plugins=[backend_plugin(agent_backend, backend)],
         entry_points=False,
     )

@@ -89,7 +89,7 @@ def test_tether_kb_add_interrupted_then_resumed(tmp_path: Path) -> None:
     docs.mkdir()
     for n in range(400):
         (docs / f"{n:04}.md").write_text(f"# Doc {n}\n\nword{n} shared text line\n")
-    (tmp_path / "tether.toml").write_text('[memory]\nbackend = "sqlite"\n')
+    (tmp_path / "tether.toml").write_text('[knowledge]\nbackend = "sqlite"\n')
     env = {
         **os.environ,
         "TETHER_DATA_DIR": str(tmp_path / "data"),

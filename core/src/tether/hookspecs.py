@@ -127,7 +127,7 @@ def register_knowledge_backends(backends: KnowledgeBackendRegistrar) -> None:
     )
 )
 def register_memory_backends(backends: KnowledgeBackendRegistrar) -> None:
-    """The old name of :func:`register_knowledge_backends` (deprecated; goes in tether 1.0).
+    """The old name of ``register_knowledge_backends`` (deprecated; goes in tether 1.0).
 
     Called right after :func:`register_knowledge_backends`, on the same registrar, for
     the plugins that still implement it; registering such a plugin warns with a

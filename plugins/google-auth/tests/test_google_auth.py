@@ -21,7 +21,6 @@ from tether_google_auth import (
     denied_hint,
     load_account,
     rejected_hint,
-    setting,
     translate_auth_error,
 )
 
@@ -40,29 +39,26 @@ def with_adc_project(google_adc: Path, project: str) -> None:
 
 
 # Each source of the project and the location, from the strongest down: the config
-# section, the environment, the credentials (project) or the default (location).
-PROJECT_CASES = [
-    ({"project": "from-config"}, {"GOOGLE_CLOUD_PROJECT": "from-env"}, "from-config"),
-    ({}, {"GOOGLE_CLOUD_PROJECT": "from-env"}, "from-env"),
-    ({"project": "  "}, {"GOOGLE_CLOUD_PROJECT": "from-env"}, "from-env"),
-    ({}, {}, "from-key-file"),
-]
-LOCATION_CASES = [
-    (
-        {"location": "asia-east1"},
-        {"GOOGLE_CLOUD_LOCATION": "us-east5", "CLOUD_ML_REGION": "europe-west4"},
-        "asia-east1",
-    ),
-    ({}, {"GOOGLE_CLOUD_LOCATION": "us-east5", "CLOUD_ML_REGION": "europe-west4"}, "us-east5"),
-    ({}, {"CLOUD_ML_REGION": "europe-west4"}, "europe-west4"),
-    ({}, {}, DEFAULT_LOCATION),
+# section, the environment, the credentials (project) or the default (location). The
+# key file names the project "from-key-file"; a location given nowhere is "global".
+REGION_VARIABLES = {"GOOGLE_CLOUD_LOCATION": "us-east5", "CLOUD_ML_REGION": "europe-west4"}
+SOURCES = [
+    ("project", {"project": "from-config"}, {"GOOGLE_CLOUD_PROJECT": "from-env"}, "from-config"),
+    ("project", {}, {"GOOGLE_CLOUD_PROJECT": "from-env"}, "from-env"),
+    ("project", {"project": "  "}, {"GOOGLE_CLOUD_PROJECT": "from-env"}, "from-env"),
+    ("project", {}, {}, "from-key-file"),
+    ("location", {"location": "asia-east1"}, REGION_VARIABLES, "asia-east1"),
+    ("location", {}, REGION_VARIABLES, "us-east5"),
+    ("location", {}, {"CLOUD_ML_REGION": "europe-west4"}, "europe-west4"),
+    ("location", {}, {}, DEFAULT_LOCATION),
 ]
 
 
-@pytest.mark.parametrize(("section", "env", "expected"), PROJECT_CASES)
-def test_the_project_comes_from_config_then_environment_then_credentials(
+@pytest.mark.parametrize(("field", "section", "env", "expected"), SOURCES)
+def test_project_and_location_come_from_config_then_environment_then_their_fallback(
     google_adc: Path,
     monkeypatch: pytest.MonkeyPatch,
+    field: str,
     section: dict[str, str],
     env: dict[str, str],
     expected: str,
@@ -70,24 +66,7 @@ def test_the_project_comes_from_config_then_environment_then_credentials(
     with_adc_project(google_adc, "from-key-file")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert load_account(ProviderConfig(**section)).project == expected
-
-
-@pytest.mark.parametrize(("section", "env", "expected"), LOCATION_CASES)
-def test_the_location_comes_from_config_then_environment_then_global(
-    google_adc: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    section: dict[str, str],
-    env: dict[str, str],
-    expected: str,
-) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    account = load_account(ProviderConfig(project="p", **section))
-    assert account.location == expected
-    assert setting(ProviderConfig(**section), "location", ("GOOGLE_CLOUD_LOCATION",)) == (
-        section.get("location") or env.get("GOOGLE_CLOUD_LOCATION")
-    )
+    assert getattr(load_account(ProviderConfig(**section)), field) == expected
 
 
 def test_loading_sends_nothing_and_the_repr_shows_no_token(

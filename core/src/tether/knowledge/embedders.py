@@ -13,7 +13,7 @@ class to inherit)::
             ...
 
 Plugins register a factory through the ``register_embedders`` hook; the factory is called
-with the keyword settings of ``[memory] settings`` (or of the caller) and returns an
+with the keyword settings of ``[knowledge] settings`` (or of the caller) and returns an
 embedder. Import heavy libraries (torch, vendor SDKs) inside the factory or on first use,
 never at module import time.
 
@@ -92,7 +92,7 @@ def load_embedder(
         return None
     factory = embedders.get(
         name,
-        advice="Install a plugin that provides it, or remove [memory] embedder to search "
+        advice="Install a plugin that provides it, or remove [knowledge] embedder to search "
         "by keywords only.",
     )
     embedder = factory(**dict(settings or {}))

@@ -43,7 +43,7 @@ log = logging.getLogger("tether.knowledge")
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
 
-#: ``[memory] settings`` keys consumed by the knowledge base itself; the rest go to the
+#: ``[knowledge] settings`` keys consumed by the knowledge base itself; the rest go to the
 #: backend factory (``embedder`` holds the embedder factory's settings).
 KB_SETTINGS = (
     "chunk_max_chars",
@@ -167,28 +167,28 @@ class KnowledgeBase:
         embedder: str | None = None,
         **settings: Any,
     ) -> KnowledgeBase:
-        """The knowledge base described by ``[memory]`` in ``config``, built from the
+        """The knowledge base described by ``[knowledge]`` in ``config``, built from the
         components in ``backends`` and ``embedders`` (a plugin manager's registrars:
         ``manager.knowledge_backends``, ``manager.embedders``).
 
         ``backend``/``embedder`` override the configured names; ``settings`` override
-        ``[memory] settings``. Backend factories receive the remaining settings plus
+        ``[knowledge] settings``. Backend factories receive the remaining settings plus
         ``data_dir`` (where tether keeps its data).
         """
         from ..config import data_dir
 
-        merged: dict[str, Any] = {**config.memory.settings, **settings}
+        merged: dict[str, Any] = {**config.knowledge.settings, **settings}
         embedder_settings = merged.pop("embedder", None) or {}
         options = {key: merged.pop(key) for key in KB_SETTINGS if key in merged}
-        backend_name = backend or config.memory.backend
+        backend_name = backend or config.knowledge.backend
         factory = backends.get(
             backend_name,
             advice='Install its plugin (the persistent default is "sqlite", from '
-            "tether-sqlite) or set [memory] backend.",
+            "tether-sqlite) or set [knowledge] backend.",
         )
         merged.setdefault("data_dir", str(Path(data_dir(config)) / "knowledge"))
         store = factory(**merged)
-        model = load_embedder(embedder or config.memory.embedder, embedders, embedder_settings)
+        model = load_embedder(embedder or config.knowledge.embedder, embedders, embedder_settings)
         chunker = Chunker(
             max_chars=int(options.pop("chunk_max_chars", 1500)),
             max_lines=int(options.pop("chunk_max_lines", 60)),
@@ -328,7 +328,7 @@ class KnowledgeBase:
             raise ValueError(f'mode must be "hybrid", "keyword" or "vector", not {mode!r}.')
         if mode == "vector" and self.embedder is None:
             raise ConfigError(
-                "Vector search needs an embedder: set [memory] embedder (for example "
+                "Vector search needs an embedder: set [knowledge] embedder (for example "
                 '"local-minilm" from tether-minilm), or search in keyword mode.'
             )
         depth = max(self.depth, 4 * k)

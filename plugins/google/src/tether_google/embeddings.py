@@ -2,7 +2,7 @@
 
 ::
 
-    [memory]
+    [knowledge]
     embedder = "google"
     settings = { model = "gemini-embedding-001", dimensions = 768 }
 
@@ -88,7 +88,7 @@ class GoogleEmbedder:
             if not api_key:
                 raise KnowledgeBackendError(
                     f"The google embedder has no API key. {key_hint(self._config)}, or "
-                    f"configure another embedder in [memory]."
+                    f"configure another embedder in [knowledge]."
                 )
             timeout = self._config.timeout or DEFAULT_TIMEOUT
             if self._http_client is None:

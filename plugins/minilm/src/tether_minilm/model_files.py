@@ -26,7 +26,7 @@ DEFAULT_MAX_SEQ_LENGTH = 256
 class ModelUnavailable(ConfigError, KnowledgeBackendError):
     """The model files are missing or unreadable; the message says how to fix it.
 
-    Both a configuration error (what the user must change) and a memory-backend error
+    Both a configuration error (what the user must change) and a knowledge-base error
     (what the embedder protocol promises to raise).
     """
 

@@ -2,7 +2,7 @@
 
 ::
 
-    [memory]
+    [knowledge]
     embedder = "openai"
     settings = { model = "text-embedding-3-small", dimensions = 512 }
 
