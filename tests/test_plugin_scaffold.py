@@ -103,7 +103,7 @@ def test_tether_plugins_lists_every_new_component(made: tuple[Path, Path], tmp_p
     assert {
         ("tool", "wordcount", "tether-wordcount"),
         ("provider", "echoer", "tether-echoer"),
-        ("memory backend", "jsonkb", "tether-jsonkb"),
+        ("knowledge backend", "jsonkb", "tether-jsonkb"),
         ("session store", "jsonstore", "tether-jsonstore"),
     } <= found
 
@@ -139,7 +139,7 @@ def test_the_new_provider_answers_tether_run(made: tuple[Path, Path], tmp_path: 
 
 def test_the_new_backend_indexes_and_finds_a_file(made: tuple[Path, Path], tmp_path: Path) -> None:
     _, bin_dir = made
-    env = _env(tmp_path, '[memory]\nbackend = "jsonkb"\n')
+    env = _env(tmp_path, '[knowledge]\nbackend = "jsonkb"\n')
     (tmp_path / "deploys.md").write_text("# Deploys\n\nThe deploy key rotates on Fridays.\n")
     (tmp_path / "lunch.md").write_text("Lunch is at noon.\n")
     tether = str(bin_dir / "tether")

@@ -17,6 +17,7 @@ from tether.config import Config, ProviderConfig
 from tether.errors import InvalidRequestError, ProviderConnectionError
 from tether.events import Retry
 from tether.retry import RetryPolicy
+from tether.testing import RecordingSleep
 from tether.testing.http import FakeResponse, FakeServer
 
 SERVER_MESSAGE = "messages.0.content: the field 'kind' is not allowed here"
@@ -90,14 +91,6 @@ APIS = [
         {"error": {"code": 400, "message": SERVER_MESSAGE, "status": "INVALID_ARGUMENT"}},
     ),
 ]
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 def agent(api: Api, base_url: str, sleep: RecordingSleep, tmp_path: Any) -> tether.Agent:

@@ -1,15 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """No user config, data dir or environment model leaks into core tests."""
-    config = tmp_path_factory.mktemp("config") / "tether.toml"
-    config.write_text("")
-    monkeypatch.setenv("TETHER_CONFIG", str(config))
-    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path_factory.mktemp("data")))
-    monkeypatch.delenv("TETHER_MODEL", raising=False)
+def _isolated_environment(offline: Callable[..., None]) -> None:
+    """No user config, data dir, key or environment model leaks into core tests."""
+    offline()

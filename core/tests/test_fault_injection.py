@@ -34,7 +34,7 @@ import pytest
 import tether.fileio
 import tether.memory.store
 import tether.sessions.jsonl
-from tether.errors import MemoryBackendError, SessionError
+from tether.errors import CrossSessionMemoryError, SessionError
 from tether.memory import MemoryStore
 from tether.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from tether.sessions import JsonlSession, load_session_file
@@ -385,10 +385,10 @@ MEMORY_SCRIPT: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 
-def run_memory_script(root: Path, fault: Fault) -> list[MemoryBackendError]:
+def run_memory_script(root: Path, fault: Fault) -> list[CrossSessionMemoryError]:
     store = MemoryStore(root, root / "project")
     acked = {"user": [], "project": []}  # type: dict[str, list[str]]
-    errors: list[MemoryBackendError] = []
+    errors: list[CrossSessionMemoryError] = []
     steps = list(MEMORY_SCRIPT)
     while steps:
         action, args = steps.pop(0)
@@ -396,7 +396,7 @@ def run_memory_script(root: Path, fault: Fault) -> list[MemoryBackendError]:
         try:
             result = getattr(store, action)(*args)
             acked[target] = list(result.entries)
-        except MemoryBackendError as exc:
+        except CrossSessionMemoryError as exc:
             assert not errors or fault.persistent, f"no recovery from a transient fault: {exc}"
             errors.append(exc)
             if "was saved" in str(exc):  # renamed into place; only the directory fsync failed
@@ -419,5 +419,5 @@ def test_every_failed_operation_of_a_memory_write_keeps_the_last_saved_version(
         errors = run_memory_script(root, fault)
         assert errors, f"an injected fault went unreported: {fault}"
         for error in errors:
-            check_typed(error, MemoryBackendError, fault)
+            check_typed(error, CrossSessionMemoryError, fault)
         no_temporaries(root)

@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.hookspecs",
             "tether.scrub",
             "tether.errors",
+            "tether.renamed",
             "tether.messages",
             "tether.events",
             "tether.config",

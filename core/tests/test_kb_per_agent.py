@@ -7,7 +7,7 @@ import types
 from typing import Any
 
 import tether
-from tether.config import Config, MemoryConfig
+from tether.config import Config, KnowledgeConfig
 from tether.knowledge import KnowledgeBase
 from tether.knowledge.memory_backend import MemoryBackend
 from tether.testing import Reply, ScriptedProvider, call
@@ -16,10 +16,10 @@ from tether.testing import Reply, ScriptedProvider, call
 def backend_plugin(name: str, backend: MemoryBackend) -> types.ModuleType:
     module = types.ModuleType(f"{name}_plugin")
 
-    def register_memory_backends(backends: Any) -> None:
+    def register_knowledge_backends(backends: Any) -> None:
         backends.add(name, lambda **settings: backend)
 
-    module.register_memory_backends = tether.hookimpl(register_memory_backends)  # type: ignore[attr-defined]
+    module.register_knowledge_backends = tether.hookimpl(register_knowledge_backends)  # type: ignore[attr-defined]
     return module
 
 
@@ -30,7 +30,7 @@ async def search_through(agent_backend: str, backend: MemoryBackend, query: str)
     agent = tether.Agent(
         provider,
         tools=["kb"],
-        config=Config(memory=MemoryConfig(backend=agent_backend)),
+        config=Config(knowledge=KnowledgeConfig(backend=agent_backend)),
         plugins=[backend_plugin(agent_backend, backend)],
         entry_points=False,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 from tether.knowledge.backend import DocumentWrite
 from tether.knowledge.chunking import Chunker
 from tether.knowledge.knowledge_base import AddOutcome, AddProgress, KnowledgeBase
@@ -57,7 +57,7 @@ class FailingBackend(MemoryBackend):
     def put_documents(self, documents: Sequence[DocumentWrite]) -> None:
         self.batches += 1
         if self.batches == self.fail_on:
-            raise MemoryBackendError("disk full")
+            raise KnowledgeBackendError("disk full")
         for info, chunks, vectors in documents:
             self.put_document(info, chunks, vectors)
 
@@ -65,7 +65,7 @@ class FailingBackend(MemoryBackend):
 async def test_a_failed_run_leaves_whole_documents_and_the_next_run_finishes() -> None:
     backend = FailingBackend(fail_on=3)
     kb = KnowledgeBase(backend, chunker=Chunker(max_chars=200, max_lines=8, overlap_lines=2))
-    with pytest.raises(MemoryBackendError, match="disk full"):
+    with pytest.raises(KnowledgeBackendError, match="disk full"):
         await kb.add_many(DOCS.items(), batch_chunks=20)
     stored = kb.documents()
     assert 0 < len(stored) < len(DOCS)
@@ -89,7 +89,7 @@ def test_tether_kb_add_interrupted_then_resumed(tmp_path: Path) -> None:
     docs.mkdir()
     for n in range(400):
         (docs / f"{n:04}.md").write_text(f"# Doc {n}\n\nword{n} shared text line\n")
-    (tmp_path / "tether.toml").write_text('[memory]\nbackend = "sqlite"\n')
+    (tmp_path / "tether.toml").write_text('[knowledge]\nbackend = "sqlite"\n')
     env = {
         **os.environ,
         "TETHER_DATA_DIR": str(tmp_path / "data"),

@@ -147,7 +147,7 @@ def test_tether_kb_add_search_list_rm(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("TETHER_CONFIG", str(tmp_path / "tether.toml"))
-    (tmp_path / "tether.toml").write_text('[memory]\nbackend = "sqlite"\n')
+    (tmp_path / "tether.toml").write_text('[knowledge]\nbackend = "sqlite"\n')
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "retries.md").write_text("Backoff is exponential.\nThe delay is capped at 30 s.\n")
@@ -182,11 +182,11 @@ async def test_fusion_is_configured_in_memory_settings(
     monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("TETHER_CONFIG", str(tmp_path / "tether.toml"))
     (tmp_path / "tether.toml").write_text(
-        '[memory]\nbackend = "memory"\n[memory.settings]\nfusion = "convex"\nkeyword_weight = 2.0\n'
+        '[knowledge]\nbackend = "memory"\n[knowledge.settings]\nfusion = "convex"\nkeyword_weight = 2.0\n'
     )
     manager = PluginManager(entry_points=False)
     kb = KnowledgeBase.open(
-        load_config(), backends=manager.memory_backends, embedders=manager.embedders
+        load_config(), backends=manager.knowledge_backends, embedders=manager.embedders
     )
     assert kb.fusion == "convex"
     await kb.add("retries.md", "Backoff is exponential.\nThe delay is capped at 30 s.\n")

@@ -40,7 +40,9 @@ def test_what_plugins_need_is_exported_from_tether(module: object) -> None:
 
 
 def test_the_hooks_are_found() -> None:
-    assert {"register_providers", "register_tools", "register_memory_backends"} <= set(_hookspecs())
+    assert {"register_providers", "register_tools", "register_knowledge_backends"} <= set(
+        _hookspecs()
+    )
 
 
 @pytest.mark.parametrize("name", _hookspecs())

@@ -19,6 +19,7 @@ from tether.result import Outcome
 from tether.retry import RetryPolicy
 from tether.sessions import InMemorySession
 from tether.testing import (
+    RecordingSleep,
     Reply,
     ScriptedProvider,
     assert_invariant,
@@ -30,14 +31,6 @@ from tether.testing import (
     rate_limited,
     server_error,
 )
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 @tether.tool

@@ -21,14 +21,15 @@ if TYPE_CHECKING:
     from .errors import ConfigError as ConfigError
     from .errors import ContextOverflowError as ContextOverflowError
     from .errors import CostBudgetExceeded as CostBudgetExceeded
+    from .errors import CrossSessionMemoryError as CrossSessionMemoryError
     from .errors import DepthExceeded as DepthExceeded
     from .errors import DuplicateComponentError as DuplicateComponentError
     from .errors import InvalidRequestError as InvalidRequestError
     from .errors import InvalidToolArguments as InvalidToolArguments
+    from .errors import KnowledgeBackendError as KnowledgeBackendError
     from .errors import LimitExceeded as LimitExceeded
     from .errors import LoopDetected as LoopDetected
     from .errors import MaxTurnsExceeded as MaxTurnsExceeded
-    from .errors import MemoryBackendError as MemoryBackendError
     from .errors import MemoryWriteRejected as MemoryWriteRejected
     from .errors import NeedsHuman as NeedsHuman
     from .errors import OutputValidationError as OutputValidationError
@@ -102,7 +103,7 @@ if TYPE_CHECKING:
     from .registry import CommandRegistrar as CommandRegistrar
     from .registry import CompactionStrategyRegistrar as CompactionStrategyRegistrar
     from .registry import EmbedderRegistrar as EmbedderRegistrar
-    from .registry import MemoryBackendRegistrar as MemoryBackendRegistrar
+    from .registry import KnowledgeBackendRegistrar as KnowledgeBackendRegistrar
     from .registry import ObserverRegistrar as ObserverRegistrar
     from .registry import ProviderRegistrar as ProviderRegistrar
     from .registry import Registrar as Registrar
@@ -133,6 +134,9 @@ _LAZY = {
     "CompactionStrategyRegistrar": "registry",
     "ConfigError": "errors",
     "ContextOverflowError": "errors",
+    "CrossSessionMemoryError": "errors",
+    "KnowledgeBackendError": "errors",
+    "KnowledgeBackendRegistrar": "registry",
     "CostBreakdown": "provider",
     "CostBudgetExceeded": "errors",
     "DepthExceeded": "errors",
@@ -144,8 +148,6 @@ _LAZY = {
     "LimitExceeded": "errors",
     "LoopDetected": "errors",
     "MaxTurnsExceeded": "errors",
-    "MemoryBackendError": "errors",
-    "MemoryBackendRegistrar": "registry",
     "MemoryWriteRejected": "errors",
     "ModelCapabilities": "provider",
     "ModelInfo": "provider",
@@ -250,6 +252,7 @@ __all__ = [
     "ContextOverflowError",
     "CostBreakdown",
     "CostBudgetExceeded",
+    "CrossSessionMemoryError",
     "DepthExceeded",
     "Done",
     "DuplicateComponentError",
@@ -259,12 +262,12 @@ __all__ = [
     "InvalidRequestError",
     "InvalidToolArguments",
     "JsonlSession",
+    "KnowledgeBackendError",
+    "KnowledgeBackendRegistrar",
     "LimitExceeded",
     "LimitsConfig",
     "LoopDetected",
     "MaxTurnsExceeded",
-    "MemoryBackendError",
-    "MemoryBackendRegistrar",
     "MemoryWriteRejected",
     "Message",
     "ModelCapabilities",
@@ -350,10 +353,18 @@ __all__ = [
 ]
 
 
+_RENAMED = {
+    "MemoryBackendError": "KnowledgeBackendError",
+    "MemoryBackendRegistrar": "KnowledgeBackendRegistrar",
+}
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'tether' has no attribute {name!r}")
+        from .renamed import renamed
+
+        return renamed(__name__, name, _RENAMED)
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

@@ -17,7 +17,7 @@ from .hookspecs import hookimpl
 from .registry import (
     CompactionStrategyRegistrar,
     EmbedderRegistrar,
-    MemoryBackendRegistrar,
+    KnowledgeBackendRegistrar,
     ObserverRegistrar,
     ProviderRegistrar,
     SessionStoreRegistrar,
@@ -71,7 +71,7 @@ def memory_backend(**settings: Any) -> Any:
 
 
 @hookimpl
-def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
+def register_knowledge_backends(backends: KnowledgeBackendRegistrar) -> None:
     backends.add("memory", memory_backend)
 
 
@@ -85,7 +85,7 @@ def register_tools(tools: ToolRegistrar) -> None:
 
         return KnowledgeBase.open(
             tools.config if tools.config is not None else load_config(),
-            backends=tools.sibling(MemoryBackendRegistrar),
+            backends=tools.sibling(KnowledgeBackendRegistrar),
             embedders=tools.sibling(EmbedderRegistrar),
         )
 

@@ -35,6 +35,13 @@ An example with every section::
     store = "jsonl"                            # or "sqlite", "postgres", "redis"
     settings = {}
 
+    [knowledge]
+    backend = "sqlite"                         # the knowledge base: backend, embedder, settings
+    embedder = "local-minilm"
+
+    [memory]
+    cross_session = true                       # the user profile and project facts
+
     [cache]
     warn_below = 0.5                           # CacheWarning when a long run's hit ratio is lower
     warn_after_turns = 5
@@ -59,6 +66,10 @@ the file and the key. Top-level *tables* that tether itself does not define (``[
 above) belong to plugins: they are kept, unvalidated, in :attr:`Config.sections` for the
 plugin that reads them, unless the name is so close to a core key (``[limit]``) that it is
 reported as a typo.
+
+The knowledge base's keys (``backend``, ``embedder``, ``settings``) were once read from
+``[memory]``; they still are, through 0.x, with a ``DeprecationWarning`` asking to move
+them to ``[knowledge]`` (a key set in both places takes ``[knowledge]``'s value).
 """
 
 from __future__ import annotations
@@ -81,6 +92,7 @@ __all__ = [
     "Config",
     "DurableConfig",
     "EarlyDispatchConfig",
+    "KnowledgeConfig",
     "LimitsConfig",
     "MemoryConfig",
     "OutputConfig",
@@ -189,17 +201,27 @@ class CacheConfig(_Strict):
     warn_after_turns: int = Field(5, ge=1, description="Model calls before a run counts as long.")
 
 
+class KnowledgeConfig(_Strict):
+    """The knowledge base (``[knowledge]``): the backend a plugin registered under that
+    name, the embedder for vector search (none: keywords only), and the settings both
+    receive."""
+
+    backend: str = "sqlite"
+    embedder: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+KNOWLEDGE_KEYS = ("backend", "embedder", "settings")
+"""The keys of :class:`KnowledgeConfig`, still read from ``[memory]`` through 0.x."""
+
+
 class MemoryConfig(_Strict):
-    """The knowledge base (``backend``, ``embedder``, ``settings``) and cross-session
-    memory: whether the command line uses it (``cross_session``) and its hard caps, in
-    characters."""
+    """Cross-session memory (``[memory]``): whether the command line uses it
+    (``cross_session``) and its hard caps, in characters."""
 
     cross_session: bool = Field(
         True, description="tether run/chat load the user profile and project facts."
     )
-    backend: str = "sqlite"
-    embedder: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
     user_cap: int = Field(1500, ge=1, description="Characters of the user profile.")
     project_cap: int = Field(2500, ge=1, description="Characters of the project facts.")
 
@@ -283,6 +305,7 @@ class Config(_Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     observers: dict[str, dict[str, Any]] = Field(
@@ -317,6 +340,34 @@ class Config(_Strict):
         if sections:
             data["sections"] = sections
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _knowledge_from_memory(cls, data: Any) -> Any:
+        """Move the knowledge base's keys of ``[memory]`` (their old place) to
+        ``[knowledge]``, with a ``DeprecationWarning``."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("memory"), Mapping):
+            return data
+        memory = dict(data["memory"])
+        moved = {key: memory.pop(key) for key in KNOWLEDGE_KEYS if key in memory}
+        if not moved:
+            return data
+        import warnings
+
+        keys = ", ".join(moved)
+        warnings.warn(
+            f"[memory] {keys}: the knowledge base is configured in [knowledge] now; move "
+            f"{'it' if len(moved) == 1 else 'them'} there ([memory] is read for it until "
+            "tether 1.0).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        knowledge = data.get("knowledge")
+        if knowledge is None:
+            knowledge = moved
+        elif isinstance(knowledge, Mapping):
+            knowledge = {**moved, **knowledge}
+        return {**data, "memory": memory, "knowledge": knowledge}
 
     def provider(self, name: str) -> ProviderConfig:
         return self.providers.get(name) or ProviderConfig()

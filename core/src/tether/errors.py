@@ -36,7 +36,8 @@ Messages say what happened, what was expected and what to do about it.
     │   ├── SessionLockedError
     │   ├── SessionConflictError
     │   └── SessionBusyError
-    ├── MemoryBackendError
+    ├── KnowledgeBackendError          (was MemoryBackendError, still importable: deprecated)
+    ├── CrossSessionMemoryError
     │   └── MemoryWriteRejected
     ├── CompactionError
     ├── LimitExceeded                  (.limit)
@@ -59,14 +60,15 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "CostBudgetExceeded",
+    "CrossSessionMemoryError",
     "DepthExceeded",
     "DuplicateComponentError",
     "InvalidRequestError",
     "InvalidToolArguments",
+    "KnowledgeBackendError",
     "LimitExceeded",
     "LoopDetected",
     "MaxTurnsExceeded",
-    "MemoryBackendError",
     "MemoryWriteRejected",
     "NeedsHuman",
     "OutputValidationError",
@@ -365,11 +367,19 @@ class SessionBusyError(SessionError):
     """Another run is using this session object right now; runs on one session take turns."""
 
 
-class MemoryBackendError(TetherError):
-    """A knowledge-base or memory backend failed."""
+class KnowledgeBackendError(TetherError):
+    """The knowledge base failed: its backend, its embedder, or what they were given.
+
+    Its old name, ``MemoryBackendError``, still imports (with a ``DeprecationWarning``)
+    until tether 1.0."""
 
 
-class MemoryWriteRejected(MemoryBackendError):
+class CrossSessionMemoryError(TetherError):
+    """Cross-session memory (the user profile and project facts) could not be read or
+    written; the old version of the file is kept."""
+
+
+class MemoryWriteRejected(CrossSessionMemoryError):
     """A write to cross-session memory was refused; the message says why and what to do."""
 
 
@@ -530,3 +540,12 @@ def endpoint_of(response: object) -> str | None:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return f"{method} {urlunsplit((parts.scheme, netloc, parts.path, '', ''))}"
+
+
+_RENAMED = {"MemoryBackendError": "KnowledgeBackendError"}
+
+
+def __getattr__(name: str) -> Any:
+    from .renamed import renamed
+
+    return renamed(__name__, name, _RENAMED)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         CommandRegistrar,
         CompactionStrategyRegistrar,
         EmbedderRegistrar,
-        MemoryBackendRegistrar,
+        KnowledgeBackendRegistrar,
         ObserverRegistrar,
         ProviderRegistrar,
         SessionStoreRegistrar,
@@ -97,7 +97,7 @@ def register_tools(tools: ToolRegistrar) -> None:
 
 
 @hookspec
-def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
+def register_knowledge_backends(backends: KnowledgeBackendRegistrar) -> None:
     """Register knowledge-base backends.
 
     Called once per plugin manager, the first time a knowledge base is opened.
@@ -105,17 +105,45 @@ def register_memory_backends(backends: MemoryBackendRegistrar) -> None:
     :param backends: call ``backends.add(name, factory)``; ``factory(**settings)``
         returns a knowledge-base backend (the :class:`~tether.knowledge.KnowledgeBackend`
         protocol; its tests should subclass
-        :class:`tether.testing.KnowledgeBackendContract`). ``settings`` are the ``[memory] settings`` of the
-        configuration plus ``data_dir``, the directory where a persistent backend keeps
-        its files (``<data dir>/knowledge`` unless configured).
+        :class:`tether.testing.KnowledgeBackendContract`). ``settings`` are the
+        ``[knowledge] settings`` of the configuration plus ``data_dir``, the directory
+        where a persistent backend keeps its files (``<data dir>/knowledge`` unless
+        configured).
+
+    Since 0.1 (named ``register_memory_backends`` before; that name is still called).
+
+    Example::
+
+        @tether.hookimpl
+        def register_knowledge_backends(backends):
+            backends.add("acme", AcmeBackend)  # AcmeBackend(**settings)
+    """
+
+
+@hookspec(
+    warn_on_impl=DeprecationWarning(
+        "register_memory_backends is deprecated: name the hook register_knowledge_backends "
+        "(the old name is still called until tether 1.0)."
+    )
+)
+def register_memory_backends(backends: KnowledgeBackendRegistrar) -> None:
+    """The old name of ``register_knowledge_backends`` (deprecated; goes in tether 1.0).
+
+    Called right after :func:`register_knowledge_backends`, on the same registrar, for
+    the plugins that still implement it; registering such a plugin warns with a
+    ``DeprecationWarning``.
+
+    :param backends: as for :func:`register_knowledge_backends`.
 
     Since 0.1.
+
+    An old plugin, whose hook should be renamed to ``register_knowledge_backends``.
 
     Example::
 
         @tether.hookimpl
         def register_memory_backends(backends):
-            backends.add("acme", AcmeBackend)  # AcmeBackend(**settings)
+            backends.add("acme", AcmeBackend)
     """
 
 

@@ -44,7 +44,7 @@ from .registry import (
     CommandRegistrar,
     CompactionStrategyRegistrar,
     EmbedderRegistrar,
-    MemoryBackendRegistrar,
+    KnowledgeBackendRegistrar,
     ObserverRegistrar,
     ProviderRegistrar,
     Registrar,
@@ -65,10 +65,15 @@ log = logging.getLogger("tether.plugins")
 
 R = TypeVar("R", bound=Registrar[Any])
 
+_OLD_HOOKS: dict[type[Registrar[Any]], str] = {
+    KnowledgeBackendRegistrar: "register_memory_backends",
+}
+"""Deprecated hook names still called, after the current one, on the same registrar."""
+
 _HOOKS: dict[type[Registrar[Any]], str] = {
     ProviderRegistrar: "register_providers",
     ToolRegistrar: "register_tools",
-    MemoryBackendRegistrar: "register_memory_backends",
+    KnowledgeBackendRegistrar: "register_knowledge_backends",
     CompactionStrategyRegistrar: "register_compaction_strategies",
     SessionStoreRegistrar: "register_session_stores",
     EmbedderRegistrar: "register_embedders",
@@ -249,7 +254,17 @@ class PluginManager:
         registrar = kind()
         registrar.config = self.config
         registrar._siblings = self.registrar
-        hook = getattr(self._pm.hook, _HOOKS[kind])
+        for hook_name in (_HOOKS[kind], _OLD_HOOKS.get(kind)):
+            if hook_name is not None:
+                self._call_hook(hook_name, registrar)
+        registrar.source = BUILTIN
+        self._registrars[kind] = registrar
+        return registrar
+
+    def _call_hook(self, hook_name: str, registrar: Registrar[Any]) -> None:
+        """Call every implementation of ``hook_name`` with ``registrar``, each plugin's
+        registrations under its own source; a plugin whose hook raises loses them."""
+        hook = getattr(self._pm.hook, hook_name)
         arguments = self._arguments(hook, registrar)
         for impl in hook.get_hookimpls():
             source = self._sources[impl.plugin_name]
@@ -263,12 +278,9 @@ class PluginManager:
                     source.distribution,
                     None,
                     impl.plugin.__name__ if hasattr(impl.plugin, "__name__") else "",
-                    f"raised in {_HOOKS[kind]}: {exc!r}",
+                    f"raised in {hook_name}: {exc!r}",
                     exc,
                 )
-        registrar.source = BUILTIN
-        self._registrars[kind] = registrar
-        return registrar
 
     def _arguments(self, hook: Any, registrar: Registrar[Any]) -> dict[str, object]:
         """Every argument of ``hook``'s spec by name: the registrar for the first, then
@@ -288,8 +300,16 @@ class PluginManager:
         return self.registrar(ToolRegistrar)
 
     @property
-    def memory_backends(self) -> MemoryBackendRegistrar:
-        return self.registrar(MemoryBackendRegistrar)
+    def knowledge_backends(self) -> KnowledgeBackendRegistrar:
+        return self.registrar(KnowledgeBackendRegistrar)
+
+    @property
+    def memory_backends(self) -> KnowledgeBackendRegistrar:
+        """The old name of :attr:`knowledge_backends` (deprecated; goes in tether 1.0)."""
+        from .renamed import deprecation
+
+        deprecation("PluginManager.memory_backends", "PluginManager.knowledge_backends")
+        return self.knowledge_backends
 
     @property
     def compaction_strategies(self) -> CompactionStrategyRegistrar:

@@ -27,7 +27,7 @@ __all__ = [
     "CommandRegistrar",
     "CompactionStrategyRegistrar",
     "EmbedderRegistrar",
-    "MemoryBackendRegistrar",
+    "KnowledgeBackendRegistrar",
     "ObserverRegistrar",
     "ProviderRegistrar",
     "Registrar",
@@ -318,10 +318,13 @@ class ToolRegistrar(Registrar[Toolset]):
         )
 
 
-class MemoryBackendRegistrar(Registrar[Callable[..., Any]]):
-    """``backends.add("sqlite", SqliteBackend)``: a factory taking keyword settings."""
+class KnowledgeBackendRegistrar(Registrar[Callable[..., Any]]):
+    """``backends.add("sqlite", SqliteBackend)``: a factory taking keyword settings.
 
-    kind = "memory backend"
+    Its old name, ``MemoryBackendRegistrar``, still imports (with a ``DeprecationWarning``)
+    until tether 1.0."""
+
+    kind = "knowledge backend"
     noun = "knowledge-base backend"
 
 
@@ -396,3 +399,12 @@ class StrategyRegistrar(Registrar[Callable[..., Any]]):
     """
 
     kind = "strategy"
+
+
+_RENAMED = {"MemoryBackendRegistrar": "KnowledgeBackendRegistrar"}
+
+
+def __getattr__(name: str) -> Any:
+    from .renamed import renamed
+
+    return renamed(__name__, name, _RENAMED)

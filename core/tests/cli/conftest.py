@@ -57,7 +57,11 @@ def fake_model_key() -> bool:
 
 @pytest.fixture(autouse=True)
 def cli_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cli_config: str, fake_model_key: bool
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cli_config: str,
+    fake_model_key: bool,
+    offline: Callable[..., None],
 ) -> Path:
     """No user config, no installed plugins, no provider keys, no TETHER_MODEL; the fake
     model and ``tmp_path`` importable; ``tmp_path`` the working directory."""
@@ -70,10 +74,7 @@ def cli_environment(
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("TETHER_CONFIG", str(config))
     monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.delenv("TETHER_MODEL", raising=False)
-    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        monkeypatch.delenv(variable, raising=False)
+    offline(plugins=(), config=False)
     if fake_model_key:
         monkeypatch.setenv("FAKE_MODEL_API_KEY", "test-key")
     else:

@@ -19,7 +19,7 @@ SQLITE = ("-p", "tether_sqlite")
 
 @pytest.fixture
 def cli_config() -> str:
-    return '[memory]\nbackend = "sqlite"\n'
+    return '[knowledge]\nbackend = "sqlite"\n'
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def _new(*args: str) -> tuple[int, str]:
     [
         ("tool", "register_tools"),
         ("provider", "register_providers"),
-        ("kb-backend", "register_memory_backends"),
+        ("kb-backend", "register_knowledge_backends"),
         ("session-store", "register_session_stores"),
     ],
 )

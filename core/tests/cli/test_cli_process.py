@@ -88,3 +88,22 @@ def test_a_thread_that_is_not_a_daemon_is_waited_for(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "probe-out" / "thread").read_text() == "finished"
     assert (tmp_path / "probe-out" / "teardown").exists()  # the usual exit, which waits
+
+
+def test_an_answer_cut_by_head_is_recorded_as_a_run_whose_reader_stopped(tmp_path: Path) -> None:
+    prompt = " ".join(f"word{i}" for i in range(12_000))  # far more than a pipe holds
+    proc = subprocess.Popen(
+        [str(TETHER), "-p", "cli_fake_model", "run", "-m", "fake-small", prompt],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    head = subprocess.run(["head", "-c", "20"], stdin=proc.stdout, capture_output=True, timeout=60)
+    assert proc.stdout is not None
+    proc.stdout.close()  # only head reads it: when head exits, the pipe is broken
+    _, stderr = proc.communicate(timeout=120)
+    assert head.stdout == b"You said: word0 word"
+    assert proc.returncode == 0, stderr.decode()
+    assert b"Traceback" not in stderr
+    (row,) = open_run_log(tmp_path / "data" / "runs.sqlite").recent()
+    assert row.outcome == "cancelled" and row.error_type is None
+    assert "GeneratorExit" not in (row.error or "")

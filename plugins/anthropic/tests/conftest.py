@@ -15,6 +15,7 @@ import tether_anthropic.plugin
 from tether import Agent
 from tether.config import Config, ProviderConfig
 from tether.runner import RetryPolicy
+from tether.testing import RecordingSleep
 from tether.testing.http import FakeResponse, FakeServer
 
 MODEL = "claude-haiku-4-5"
@@ -157,24 +158,10 @@ def wire() -> SimpleNamespace:
     )
 
 
-class RecordingSleep:
-    """A ``RetryPolicy.sleep`` that records the delays instead of waiting."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
 @pytest.fixture(autouse=True)
-def _isolated(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated(offline: Callable[..., None]) -> None:
     """Offline tests see no real key, base URL or plugins from the environment."""
-    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    if request.node.get_closest_marker("live") is not None:
-        return
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "TETHER_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+    offline(plugins=())
 
 
 @pytest.fixture

@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import tether
 import tether_anthropic.plugin
 from tether import Agent
-from tether.config import Config
+from tether.config import Config, ProviderConfig
 from tether.errors import AuthenticationError, PermissionDeniedError
 from tether.events import event_to_dict
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
 from tether.scrub import scrub
 from tether.testing import (
-    FakeGoogleOAuth,
     FakeResponse,
     FakeServer,
     anthropic_reply,
@@ -43,22 +41,17 @@ PATH = (
 )
 
 
+@pytest.fixture(autouse=True)
+def no_anthropic_vertex_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's own Vertex variables would name another project or endpoint."""
+    monkeypatch.delenv("ANTHROPIC_VERTEX_PROJECT_ID", raising=False)
+    monkeypatch.delenv("ANTHROPIC_VERTEX_BASE_URL", raising=False)
+
+
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     with FakeServer() as fake:
         yield fake
-
-
-@pytest.fixture
-def oauth() -> Iterator[FakeGoogleOAuth]:
-    with FakeGoogleOAuth(expires_in=3600) as fake:
-        yield fake
-
-
-@pytest.fixture
-def adc(oauth: FakeGoogleOAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    unset = ["ANTHROPIC_VERTEX_PROJECT_ID", "ANTHROPIC_VERTEX_BASE_URL"]
-    return oauth.use_adc(tmp_path, monkeypatch, unset=unset)
 
 
 def vertex_agent(server: FakeServer, model: str = MODEL, **kwargs: object) -> Agent:
@@ -91,15 +84,9 @@ def error(status: int, kind: str, message: str) -> FakeResponse:
 
 
 async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_one(
-    adc, oauth, server, monkeypatch
+    google_adc, google_oauth, server, monkeypatch
 ):  # type: ignore[no-untyped-def]
-    clock = GoogleAuthClock(monkeypatch)
-
-    @tether.tool
-    def long_job(step: int) -> str:
-        """A job that runs for an hour."""
-        clock.advance(3600)
-        return f"step {step} done"
+    long_job = GoogleAuthClock(monkeypatch).long_job(3600)
 
     server.queue(tool_reply(1), tool_reply(2), text_reply("Both steps are done."))
     agent = vertex_agent(server, tools=[long_job])
@@ -110,9 +97,9 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
     assert result.ok and result.output == "Both steps are done."
     assert result.messages[-1].meta.model == f"vertex/{MODEL}"
     assert [r.path for r in server.requests] == [PATH] * 3
-    assert len(oauth.tokens) == 3
+    assert len(google_oauth.tokens) == 3
     assert [r.headers["authorization"] for r in server.requests] == [
-        f"Bearer {token}" for token in oauth.tokens
+        f"Bearer {token}" for token in google_oauth.tokens
     ]
     body = server.requests[2].json()
     assert body["anthropic_version"] and "model" not in body  # the model is in the URL
@@ -124,18 +111,22 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
         "user",
     ]
     shown = json.dumps([event_to_dict(e) for e in events], default=str)
-    assert all(scrub(f"token {token}") == "token ***" for token in oauth.tokens)  # registered
-    assert not [s for s in oauth.secrets if s in shown]
+    assert all(
+        scrub(f"token {token}") == "token ***" for token in google_oauth.tokens
+    )  # registered
+    assert not [s for s in google_oauth.secrets if s in shown]
 
 
-async def test_a_token_still_fresh_is_reused(adc, oauth, server):  # type: ignore[no-untyped-def]
+async def test_a_token_still_fresh_is_reused(google_adc, google_oauth, server):  # type: ignore[no-untyped-def]
     server.queue(text_reply("One."), text_reply("Two."))
     agent = vertex_agent(server)
     assert (await agent.run("first")).output == "One."
     assert (await agent.run("second")).output == "Two."
     await agent.aclose()
-    assert len(oauth.tokens) == 1
-    assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {oauth.tokens[0]}"}
+    assert len(google_oauth.tokens) == 1
+    assert {r.headers["authorization"] for r in server.requests} == {
+        f"Bearer {google_oauth.tokens[0]}"
+    }
 
 
 async def test_no_credentials_says_how_to_log_in(server, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
@@ -150,7 +141,7 @@ async def test_no_credentials_says_how_to_log_in(server, tmp_path, monkeypatch):
     assert server.requests == []
 
 
-async def test_no_project_names_the_config_key_and_the_variable(adc, server):  # type: ignore[no-untyped-def]
+async def test_no_project_names_the_config_key_and_the_variable(google_adc, server):  # type: ignore[no-untyped-def]
     config = Config(providers={"vertex": {"base_url": server.url}})
     agent = Agent(f"vertex/{MODEL}", config=config, plugins=[tether_anthropic.plugin])
     with pytest.raises(AuthenticationError) as excinfo:
@@ -160,7 +151,9 @@ async def test_no_project_names_the_config_key_and_the_variable(adc, server):  #
     assert server.requests == []
 
 
-async def test_a_rejected_token_names_the_credentials_not_the_token(adc, oauth, server):  # type: ignore[no-untyped-def]
+async def test_a_rejected_token_names_the_credentials_not_the_token(
+    google_adc, google_oauth, server
+):  # type: ignore[no-untyped-def]
     server.queue(error(401, "authentication_error", "invalid authentication credentials"))
     with pytest.raises(AuthenticationError) as excinfo:
         await vertex_agent(server).run("hi")
@@ -170,10 +163,10 @@ async def test_a_rejected_token_names_the_credentials_not_the_token(adc, oauth, 
     assert "the credentials file named by GOOGLE_APPLICATION_CREDENTIALS" in message
     assert "ANTHROPIC_API_KEY" not in message
     assert len(server.requests) == 1
-    assert not [s for s in oauth.secrets if s in message]
+    assert not [s for s in google_oauth.secrets if s in message]
 
 
-async def test_a_403_names_the_project_and_the_role(adc, server):  # type: ignore[no-untyped-def]
+async def test_a_403_names_the_project_and_the_role(google_adc, server):  # type: ignore[no-untyped-def]
     server.queue(error(403, "permission_error", "Permission denied on resource project."))
     with pytest.raises(PermissionDeniedError) as excinfo:
         await vertex_agent(server).run("hi")
@@ -181,13 +174,13 @@ async def test_a_403_names_the_project_and_the_role(adc, server):  # type: ignor
     assert "roles/aiplatform.user" in str(excinfo.value)
 
 
-async def test_a_revoked_key_fails_the_refresh_with_advice(adc, oauth, server):  # type: ignore[no-untyped-def]
-    oauth.reject = True
+async def test_a_revoked_key_fails_the_refresh_with_advice(google_adc, google_oauth, server):  # type: ignore[no-untyped-def]
+    google_oauth.reject = True
     with pytest.raises(AuthenticationError) as excinfo:
         await vertex_agent(server).run("hi")
     message = str(excinfo.value)
     assert "Google refused to refresh the access token" in message
-    assert not [s for s in oauth.secrets if s in message]
+    assert not [s for s in google_oauth.secrets if s in message]
     assert server.requests == []
 
 
@@ -215,7 +208,9 @@ def test_the_catalogue_has_vertex_ids_and_the_regional_premium() -> None:
     assert "claude-haiku-4-5@20251001" in {m.id for m in global_.catalogue()}
 
 
-async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(adc, oauth, server, caplog):  # type: ignore[no-untyped-def]
+async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
+    google_adc, google_oauth, server, caplog
+):  # type: ignore[no-untyped-def]
     import logging
 
     caplog.set_level(logging.DEBUG)
@@ -225,10 +220,12 @@ async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(adc, oau
     await agent.aclose()
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "streamRawPredict" in logged  # the loggers did run
-    assert oauth.tokens and not [s for s in oauth.secrets if s in logged]
+    assert google_oauth.tokens and not [s for s in google_oauth.secrets if s in logged]
 
 
-async def test_verify_key_refreshes_the_token_and_reports_a_refused_one(adc, oauth, server):  # type: ignore[no-untyped-def]
+async def test_verify_key_refreshes_the_token_and_reports_a_refused_one(
+    google_adc, google_oauth, server
+):  # type: ignore[no-untyped-def]
     from tether_anthropic.vertex import VertexClaudeProvider
 
     provider = VertexClaudeProvider(
@@ -237,9 +234,9 @@ async def test_verify_key_refreshes_the_token_and_reports_a_refused_one(adc, oau
         )
     )
     await provider.verify_key()
-    assert len(oauth.tokens) == 1
-    assert oauth.tokens[0] not in repr(provider) and PROJECT in repr(provider)
-    oauth.reject = True
+    assert len(google_oauth.tokens) == 1
+    assert google_oauth.tokens[0] not in repr(provider) and PROJECT in repr(provider)
+    google_oauth.reject = True
     with pytest.raises(AuthenticationError, match="Google refused to refresh"):
         await provider.verify_key()
     await provider.aclose()
@@ -252,3 +249,12 @@ async def test_without_google_auth_the_error_names_the_extra_to_install(server, 
     monkeypatch.setitem(sys.modules, "google.auth", None)  # as if not installed
     with pytest.raises(tether.ConfigError, match=r"pip install 'tether-anthropic\[vertex\]'"):
         await vertex_agent(server).provider().validate_auth()
+
+
+def test_without_the_vertex_extra_a_vertex_model_names_the_extra_to_install(monkeypatch):  # type: ignore[no-untyped-def]
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tether_google_auth", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "tether_anthropic.vertex", raising=False)
+    with pytest.raises(tether.ConfigError, match=r"pip install 'tether-anthropic\[vertex\]'"):
+        tether_anthropic.plugin.make_vertex_provider(ProviderConfig())

@@ -10,7 +10,7 @@ every chunk (running totals), ``finishReason`` on the last candidate chunk, and 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -156,17 +156,10 @@ def wire() -> Wire:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_environment(offline: Callable[..., None]) -> None:
     """No real key or gateway from the developer's shell leaks into a test, and only this
     plugin loads from entry points."""
-    for variable in (
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GOOGLE_GEMINI_BASE_URL",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-    ):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "google")
+    offline(plugins=("google",))
 
 
 @pytest.fixture

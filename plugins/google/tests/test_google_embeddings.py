@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 from tether.knowledge.embedders import Embedder
 from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether_google import GoogleEmbedder
@@ -100,7 +100,7 @@ async def test_empty_input_makes_no_request(embedding_server, wire, monkeypatch)
 
 async def test_missing_key_is_a_memory_backend_error_naming_the_variables(server) -> None:  # type: ignore[no-untyped-def]
     embedder = GoogleEmbedder(base_url=server.url)
-    with pytest.raises(MemoryBackendError) as caught:
+    with pytest.raises(KnowledgeBackendError) as caught:
         await embedder.embed(["a"])
     assert "GEMINI_API_KEY" in str(caught.value) and "GOOGLE_API_KEY" in str(caught.value)
     assert server.requests == []
@@ -111,7 +111,7 @@ async def test_api_errors_become_memory_backend_errors(server, wire, monkeypatch
     server.queue(wire.error(429, "RESOURCE_EXHAUSTED", "Embedding quota exceeded."))
     embedder = GoogleEmbedder(base_url=server.url)
     try:
-        with pytest.raises(MemoryBackendError, match="Embedding quota exceeded"):
+        with pytest.raises(KnowledgeBackendError, match="Embedding quota exceeded"):
             await embedder.embed(["a"])
     finally:
         await embedder.aclose()
@@ -122,7 +122,7 @@ async def test_a_short_answer_is_reported(server, wire, monkeypatch) -> None:  #
     server.queue(FakeResponse.json({"embeddings": [{"values": [0.1, 0.2]}]}))
     embedder = GoogleEmbedder(base_url=server.url)
     try:
-        with pytest.raises(MemoryBackendError, match="1 vector"):
+        with pytest.raises(KnowledgeBackendError, match="1 vector"):
             await embedder.embed(["a", "b"])
     finally:
         await embedder.aclose()

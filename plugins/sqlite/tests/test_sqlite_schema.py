@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 from tether.knowledge.backend import DocumentInfo
 from tether.knowledge.chunking import Chunker
 from tether_sqlite.backend import SqliteBackend
@@ -48,7 +48,7 @@ def test_an_index_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(MemoryBackendError, match="newer tether-sqlite"):
+    with pytest.raises(KnowledgeBackendError, match="newer tether-sqlite"):
         SqliteBackend(path)
 
 

@@ -11,7 +11,7 @@ Documents are identified by their absolute, resolved path (:mod:`tether.cli.kb_p
 so ``kb add`` run again, from anywhere, updates them in place: unchanged files are
 skipped, changed ones re-chunked, and the same file is never indexed twice. They are shown
 relative to the knowledge base's root (the configuration file's directory) when inside
-it. The backend and embedder come from ``[memory]`` in the configuration; ``--backend``
+it. The backend and embedder come from ``[knowledge]`` in the configuration; ``--backend``
 and ``--embedder`` override them for one command.
 """
 
@@ -47,7 +47,7 @@ def _open(state: CliState, backend: str | None, embedder: str | None) -> Knowled
     manager = state.plugin_manager()
     return KnowledgeBase.open(
         state.config(),
-        backends=manager.memory_backends,
+        backends=manager.knowledge_backends,
         embedders=manager.embedders,
         backend=backend,
         embedder=embedder,
@@ -55,10 +55,10 @@ def _open(state: CliState, backend: str | None, embedder: str | None) -> Knowled
 
 
 _backend_option = click.option(
-    "--backend", metavar="NAME", help="Knowledge-base backend (default: [memory] backend)."
+    "--backend", metavar="NAME", help="Knowledge-base backend (default: [knowledge] backend)."
 )
 _embedder_option = click.option(
-    "--embedder", metavar="NAME", help="Embedder (default: [memory] embedder)."
+    "--embedder", metavar="NAME", help="Embedder (default: [knowledge] embedder)."
 )
 
 
@@ -211,7 +211,7 @@ def _print_summary(
     if skipped:
         click.echo(f"Skipped {len(skipped)} binary or unreadable files.")
     if keyword_only:
-        click.echo("Keyword-only index: no embedder is configured ([memory] embedder).")
+        click.echo("Keyword-only index: no embedder is configured ([knowledge] embedder).")
 
 
 @kb.command()

@@ -14,7 +14,7 @@ _KINDS = ("tool", "provider", "kb-backend", "session-store")
 _HOOKS = {
     "tool": "register_tools",
     "provider": "register_providers",
-    "kb-backend": "register_memory_backends",
+    "kb-backend": "register_knowledge_backends",
     "session-store": "register_session_stores",
 }
 

@@ -4,7 +4,7 @@ Documents are split on line boundaries with overlap; each chunk is indexed for k
 (BM25) and, when an embedder is configured, for vectors. Queries fuse both rankings with
 weighted reciprocal rank fusion, deduplicate by (document, start line), drop results
 under a threshold and return the top k. Backends are plugins registered through
-``register_memory_backends``: ``memory`` (in-process, core), ``sqlite`` (persistent
+``register_knowledge_backends``: ``memory`` (in-process, core), ``sqlite`` (persistent
 default, ``tether-sqlite``) and ``chroma`` (``tether-chroma``).
 
 Backends build on the public pieces exported here: :class:`KnowledgeBackend` (the

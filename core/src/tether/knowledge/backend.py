@@ -6,10 +6,10 @@ and nearest vectors (inner product of unit vectors, i.e. cosine). It does not ch
 embed or fuse: :class:`~tether.knowledge.KnowledgeBase` does, so every backend returns
 the same passages for the same rankings.
 
-Plugins register a factory through ``register_memory_backends``::
+Plugins register a factory through ``register_knowledge_backends``::
 
     @tether.hookimpl
-    def register_memory_backends(backends):
+    def register_knowledge_backends(backends):
         backends.add("sqlite", SqliteBackend)   # SqliteBackend(**settings)
 
 Contract (checked by the shared contract test suite):
@@ -23,7 +23,7 @@ Contract (checked by the shared contract test suite):
 - Methods are synchronous and may be called from a worker thread; a backend serialises
   its own access if it needs to.
 - Rankings are best first and hold each chunk at most once.
-- Failures raise :class:`~tether.errors.MemoryBackendError` with a message saying what
+- Failures raise :class:`~tether.errors.KnowledgeBackendError` with a message saying what
   to do, never a vendor exception.
 """
 

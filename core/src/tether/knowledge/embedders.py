@@ -13,7 +13,7 @@ class to inherit)::
             ...
 
 Plugins register a factory through the ``register_embedders`` hook; the factory is called
-with the keyword settings of ``[memory] settings`` (or of the caller) and returns an
+with the keyword settings of ``[knowledge] settings`` (or of the caller) and returns an
 embedder. Import heavy libraries (torch, vendor SDKs) inside the factory or on first use,
 never at module import time.
 
@@ -51,7 +51,7 @@ class Embedder(Protocol):
       length ``dimensions``. It may batch internally. An empty input returns ``[]``.
     - :meth:`embed_query` embeds a search query for comparison with document vectors.
     - Vectors need not be normalised; the knowledge base normalises them before use.
-    - Failures raise :class:`~tether.errors.MemoryBackendError` (or a subclass) with a
+    - Failures raise :class:`~tether.errors.KnowledgeBackendError` (or a subclass) with a
       message saying what to fix, never a vendor exception.
     """
 
@@ -92,7 +92,7 @@ def load_embedder(
         return None
     factory = embedders.get(
         name,
-        advice="Install a plugin that provides it, or remove [memory] embedder to search "
+        advice="Install a plugin that provides it, or remove [knowledge] embedder to search "
         "by keywords only.",
     )
     embedder = factory(**dict(settings or {}))

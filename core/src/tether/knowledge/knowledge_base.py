@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, MemoryBackendError
+from ..errors import ConfigError, KnowledgeBackendError
 from .backend import DocumentInfo, DocumentWrite, KnowledgeBackend
 from .chunking import Chunk, Chunker
 from .embedders import Embedder, load_embedder
@@ -34,7 +34,7 @@ from .passages import merge_passages
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..registry import EmbedderRegistrar, MemoryBackendRegistrar
+    from ..registry import EmbedderRegistrar, KnowledgeBackendRegistrar
     from ..tools import Tool
 
 __all__ = ["AddOutcome", "AddProgress", "KnowledgeBase", "SearchMode"]
@@ -43,7 +43,7 @@ log = logging.getLogger("tether.knowledge")
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
 
-#: ``[memory] settings`` keys consumed by the knowledge base itself; the rest go to the
+#: ``[knowledge] settings`` keys consumed by the knowledge base itself; the rest go to the
 #: backend factory (``embedder`` holds the embedder factory's settings).
 KB_SETTINGS = (
     "chunk_max_chars",
@@ -161,34 +161,34 @@ class KnowledgeBase:
         cls,
         config: Config,
         *,
-        backends: MemoryBackendRegistrar,
+        backends: KnowledgeBackendRegistrar,
         embedders: EmbedderRegistrar,
         backend: str | None = None,
         embedder: str | None = None,
         **settings: Any,
     ) -> KnowledgeBase:
-        """The knowledge base described by ``[memory]`` in ``config``, built from the
+        """The knowledge base described by ``[knowledge]`` in ``config``, built from the
         components in ``backends`` and ``embedders`` (a plugin manager's registrars:
-        ``manager.memory_backends``, ``manager.embedders``).
+        ``manager.knowledge_backends``, ``manager.embedders``).
 
         ``backend``/``embedder`` override the configured names; ``settings`` override
-        ``[memory] settings``. Backend factories receive the remaining settings plus
+        ``[knowledge] settings``. Backend factories receive the remaining settings plus
         ``data_dir`` (where tether keeps its data).
         """
         from ..config import data_dir
 
-        merged: dict[str, Any] = {**config.memory.settings, **settings}
+        merged: dict[str, Any] = {**config.knowledge.settings, **settings}
         embedder_settings = merged.pop("embedder", None) or {}
         options = {key: merged.pop(key) for key in KB_SETTINGS if key in merged}
-        backend_name = backend or config.memory.backend
+        backend_name = backend or config.knowledge.backend
         factory = backends.get(
             backend_name,
             advice='Install its plugin (the persistent default is "sqlite", from '
-            "tether-sqlite) or set [memory] backend.",
+            "tether-sqlite) or set [knowledge] backend.",
         )
         merged.setdefault("data_dir", str(Path(data_dir(config)) / "knowledge"))
         store = factory(**merged)
-        model = load_embedder(embedder or config.memory.embedder, embedders, embedder_settings)
+        model = load_embedder(embedder or config.knowledge.embedder, embedders, embedder_settings)
         chunker = Chunker(
             max_chars=int(options.pop("chunk_max_chars", 1500)),
             max_lines=int(options.pop("chunk_max_lines", 60)),
@@ -328,7 +328,7 @@ class KnowledgeBase:
             raise ValueError(f'mode must be "hybrid", "keyword" or "vector", not {mode!r}.')
         if mode == "vector" and self.embedder is None:
             raise ConfigError(
-                "Vector search needs an embedder: set [memory] embedder (for example "
+                "Vector search needs an embedder: set [knowledge] embedder (for example "
                 '"local-minilm" from tether-minilm), or search in keyword mode.'
             )
         depth = max(self.depth, 4 * k)
@@ -381,7 +381,7 @@ class KnowledgeBase:
             batch = [c.indexed_text for c in chunks[start : start + self.batch_size]]
             embedded = await self.embedder.embed(batch)
             if len(embedded) != len(batch):
-                raise MemoryBackendError(
+                raise KnowledgeBackendError(
                     f'Embedder "{self.embedder.name}" returned {len(embedded)} vectors for '
                     f"{len(batch)} texts; it must return one per text."
                 )
@@ -397,7 +397,7 @@ class KnowledgeBase:
             {d.embedder for d in documents if d.embedder not in (None, self.embedder.name)}, key=str
         )
         if foreign:
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"This knowledge base was indexed with embedder {', '.join(map(str, foreign))} "
                 f'but "{self.embedder.name}" is configured; vectors of different models '
                 f"cannot be compared. Configure the original embedder, or re-index with "
@@ -501,15 +501,15 @@ def _units(vectors: Sequence[Sequence[float]]) -> Any:
     try:
         matrix = np.array(vectors, dtype=np.float32)
     except ValueError as exc:
-        raise MemoryBackendError(
+        raise KnowledgeBackendError(
             f"The embedder returned vectors of different lengths ({exc}); it must return "
             f"one vector of its fixed dimension per text."
         ) from exc
     if matrix.ndim != 2:
-        raise MemoryBackendError("The embedder must return one flat vector of numbers per text.")
+        raise KnowledgeBackendError("The embedder must return one flat vector of numbers per text.")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     if not np.isfinite(norms).all():
-        raise MemoryBackendError("The embedder returned a vector with NaN or infinite values.")
+        raise KnowledgeBackendError("The embedder returned a vector with NaN or infinite values.")
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
 

@@ -2,7 +2,7 @@
 
 Two forms: :func:`kb_search_tool` binds a tool to a :class:`KnowledgeBase` you built
 (``Agent(tools=[kb.as_tool()])``); the registered ``kb`` toolset (``tools = ["kb"]`` in
-``tether.toml``) opens the knowledge base described by the agent's ``[memory]`` on its
+``tether.toml``) opens the knowledge base described by the agent's ``[knowledge]`` on its
 first call, with the agent's plugins.
 Passages come back with their ``document:start-end`` line references so the model can
 cite them and open the file at the right place.

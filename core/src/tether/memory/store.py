@@ -10,7 +10,7 @@ Each file has a hard character cap. Writes are read-modify-write under a lock fi
 across processes) and land atomically: a temporary file in the same directory is written,
 fsynced and renamed over the old one, so a crash leaves the old or the new version, never
 a torn one. A disk that refuses (full, read-only, I/O error) gives
-:class:`~tether.errors.MemoryBackendError` and leaves the old version. Every write is checked by :func:`tether.memory.scanner.scan` first.
+:class:`~tether.errors.CrossSessionMemoryError` and leaves the old version. Every write is checked by :func:`tether.memory.scanner.scan` first.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..errors import MemoryBackendError, MemoryWriteRejected
+from ..errors import CrossSessionMemoryError, MemoryWriteRejected
 from ..fileio import atomic_write_bytes, describe_os_error
 
 __all__ = [
@@ -52,7 +52,7 @@ Change = Callable[[list[str]], tuple[list[str], str]]
 def atomic_write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text``: temp file in the same directory, fsync, rename.
 
-    :raises MemoryBackendError: the disk refused (full, read-only, I/O error); the old
+    :raises CrossSessionMemoryError: the disk refused (full, read-only, I/O error); the old
         file is left as it was (unless only the final directory fsync failed: the message
         then says the change was saved) and no temporary file remains.
     """
@@ -67,7 +67,7 @@ def atomic_write(path: Path, text: str) -> None:
             if renamed
             else "The memory was not changed."
         )
-        raise MemoryBackendError(
+        raise CrossSessionMemoryError(
             f"Could not save {path}: {describe_os_error(exc)}. {outcome}"
         ) from exc
 
@@ -80,7 +80,7 @@ def _locked(path: Path) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
     except OSError as exc:
-        raise MemoryBackendError(
+        raise CrossSessionMemoryError(
             f"Cannot lock {path} for writing: {describe_os_error(exc)}. The memory was not changed."
         ) from exc
     try:
@@ -178,7 +178,7 @@ class MemoryFile:
         except FileNotFoundError:
             return ""
         except (OSError, UnicodeDecodeError) as exc:
-            raise MemoryBackendError(
+            raise CrossSessionMemoryError(
                 f"Cannot read the {self.label} at {self.path}: {exc}. Fix or delete the file."
             ) from exc
 

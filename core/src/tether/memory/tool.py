@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from ..errors import MemoryBackendError, ToolError
+from ..errors import CrossSessionMemoryError, ToolError
 from ..provenance import untrusted_origins
 from ..tools import Tool, ToolContext
 
@@ -61,7 +61,7 @@ def memory_tool(store: MemoryStore) -> Tool:
                 result = store.replace(target, old, text)
             else:
                 result = store.remove(target, old)
-        except MemoryBackendError as exc:  # refusals, and a disk that refused the write
+        except CrossSessionMemoryError as exc:  # refusals, and a disk that refused the write
             raise ToolError(str(exc)) from exc
         return result.message
 

@@ -13,6 +13,8 @@ import json
 import time
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..events import (
     CacheWarning,
     Compaction,
@@ -33,6 +35,23 @@ __all__ = ["MAX_TEXT", "RunRecorder"]
 
 MAX_TEXT = 2000
 """Characters kept of any text, argument list or result."""
+
+
+STOPPED_READING = (
+    "Stopped before its end: whoever read the run's events stopped reading (its output was "
+    "closed, as by `| head`, or the stream was closed early)."
+)
+"""The error recorded for a run whose event stream was closed before it ended."""
+
+
+def _output_text(output: Any, text: str) -> str | None:
+    """The run's answer as text: the text itself, or the structured output (a pydantic
+    model, a dataclass, a dict, ...) as JSON."""
+    if output is None:
+        return text or None
+    if isinstance(output, str):
+        return output
+    return to_json(output, fallback=str).decode()
 
 
 def _cut(text: str, limit: int = MAX_TEXT) -> str:
@@ -155,6 +174,8 @@ class RunRecorder:
         row.cache_write_tokens += usage.cache_write_tokens
         text = "".join(recording.text)
         recording.text.clear()
+        attempts = 1 + recording.retried
+        recording.retried = 0  # the next model call starts its own count
         recording.events.append(
             {
                 "t": recording.at(),
@@ -163,13 +184,13 @@ class RunRecorder:
                 "stop_reason": event.stop_reason.value,
                 "latency": event.latency,
                 "time_to_first_token": event.time_to_first_token,
-                "attempts": 1 + recording.retried,
+                "attempts": attempts,
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "cache_read_tokens": usage.cache_read_tokens,
                 "cache_write_tokens": usage.cache_write_tokens,
                 "cost": event.cost,
-                "text": (text),
+                "text": text,
             }
         )
 
@@ -184,7 +205,7 @@ class RunRecorder:
                 "is_error": event.is_error,
                 "interrupted": event.interrupted,
                 "duration": event.duration,
-                "result": (event.result.text),
+                "result": event.result.text,
             }
         )
         recording.row.tools.append(
@@ -215,15 +236,19 @@ class RunRecorder:
             row.error_type = type(result.error).__name__
         if result.messages:
             row.prompt = result.messages[0].text
-        row.output = result.output
+        row.output = _output_text(result.output, result.text)
         self._finish(recording)
 
     def _aborted(self, recording: _Recording, event: RunAborted) -> None:
         row = recording.row
         row.duration = event.duration
-        row.outcome = "error"
-        row.error = str(event.error) or type(event.error).__name__
-        row.error_type = type(event.error).__name__
+        if isinstance(event.error, GeneratorExit):
+            row.outcome = "cancelled"
+            row.error = STOPPED_READING
+        else:
+            row.outcome = "error"
+            row.error = str(event.error) or type(event.error).__name__
+            row.error_type = type(event.error).__name__
         row.tool_calls = len(row.tools)
         row.tool_errors = sum(1 for t in row.tools if t["is_error"])
         self._finish(recording)

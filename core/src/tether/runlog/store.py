@@ -208,10 +208,9 @@ class RunLog:
                 if connection is None:
                     connection = self._connect()
                 with connection:
+                    connection.execute("BEGIN")  # one commit for the batch
                     for row, prepare in rows:
-                        if prepare is not None:
-                            prepare(row)
-                        _insert(connection, row)
+                        _write_one(connection, row, prepare, self.path)
             except Exception as exc:  # the writer thread must survive anything
                 connection = None
                 logging.getLogger("tether.runlog").warning(
@@ -398,6 +397,36 @@ def _tool_stats(db: sqlite3.Connection, cutoff: float) -> list[dict[str, Any]]:
             (cutoff,),
         )
     ]
+
+
+def _write_one(
+    db: sqlite3.Connection,
+    row: RunRow,
+    prepare: Callable[[RunRow], None] | None,
+    path: Path,
+) -> None:
+    """Prepare and insert ``row`` inside its own savepoint of the batch's transaction: a
+    row that cannot be written is left out with a warning naming it, and the other rows of
+    the batch are written all the same."""
+    import logging
+    import sqlite3
+
+    db.execute("SAVEPOINT run_row")
+    try:
+        if prepare is not None:
+            prepare(row)
+        _insert(db, row)
+    except sqlite3.OperationalError:  # the file itself (locked, full): the batch fails
+        raise
+    except Exception as exc:
+        db.execute("ROLLBACK TO run_row")
+        logging.getLogger("tether.runlog").warning(
+            "Could not record run %s in the run log %s: %s. The other runs are recorded.",
+            row.run_id,
+            path,
+            exc,
+        )
+    db.execute("RELEASE run_row")
 
 
 def _insert(db: sqlite3.Connection, row: RunRow) -> None:

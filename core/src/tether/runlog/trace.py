@@ -48,6 +48,9 @@ class Span:
         return out
 
 
+_RUN_STATUS = {"completed": "ok", "cancelled": "interrupted"}
+
+
 def build_trace(log: RunLog, row: RunRow, offset: float = 0.0) -> Span:
     """The trace tree of ``row`` (a run read with :meth:`RunLog.get`), nested runs included.
 
@@ -59,7 +62,7 @@ def build_trace(log: RunLog, row: RunRow, offset: float = 0.0) -> Span:
         title=f"run {row.run_id[:12]} · {row.model}",
         start=offset,
         duration=row.duration or _last_time(row),
-        status="ok" if row.outcome == "completed" else "error",
+        status=_RUN_STATUS.get(row.outcome or "", "error"),
         details=_run_details(row),
     )
     turn: Span | None = None
@@ -170,5 +173,5 @@ def _run_details(row: RunRow) -> dict[str, Any]:
         "output": row.output,
     }
     if row.error:
-        details["error"] = f"{row.error_type}: {row.error}"
+        details["error"] = f"{row.error_type}: {row.error}" if row.error_type else row.error
     return details

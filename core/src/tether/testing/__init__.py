@@ -15,9 +15,12 @@
   :class:`FakeGoogleOAuth` is a Google OAuth token endpoint for Google Cloud credentials.
   :func:`tether.testing.cli.run_tether` runs the installed ``tether`` command against them.
 - :func:`assert_invariant` checks a history against the tool-call/result invariant.
+- :class:`RecordingSleep` is a retry policy's sleep that records the delays instead of
+  waiting; :func:`go_offline` hides the machine's keys, gateways, configuration and
+  plugins from a test.
 - The pytest plugin (:mod:`tether.testing.pytest_plugin`, loaded automatically once tether
-  is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context`` and
-  ``call_tool`` fixtures.
+  is installed) provides the ``scripted_provider``, ``make_agent``, ``tool_context``,
+  ``call_tool``, ``offline``, ``google_oauth`` and ``google_adc`` fixtures.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .google_oauth import FakeGoogleOAuth
 from .http import FakeResponse, FakeServer
 from .invariant import InvariantViolation, assert_invariant, invariant_violations
+from .offline import go_offline
 from .scripted import (
     Failure,
     Reply,
@@ -40,6 +44,7 @@ from .scripted import (
     rate_limited,
     server_error,
 )
+from .sleep import RecordingSleep
 from .tools import call_tool, make_tool_context
 from .wire import (
     FakeModelServer,
@@ -67,6 +72,7 @@ __all__ = [
     "HashingEmbedder",
     "InvariantViolation",
     "KnowledgeBackendContract",
+    "RecordingSleep",
     "Reply",
     "ScriptExhausted",
     "ScriptedProvider",
@@ -85,6 +91,7 @@ __all__ = [
     "context_overflow",
     "gemini_part",
     "gemini_reply",
+    "go_offline",
     "invariant_violations",
     "make_tool_context",
     "overloaded",

@@ -159,6 +159,18 @@ class GoogleAuthClock:
     def advance(self, seconds: float) -> None:
         self.offset += datetime.timedelta(seconds=seconds)
 
+    def long_job(self, seconds: float = 3600) -> Any:
+        """A tool ``long_job(step: int)`` each call of which lasts ``seconds`` on this clock
+        and answers ``"step <step> done"``: a run that outlives a token in no time."""
+        from tether.tools import tool
+
+        def long_job(step: int) -> str:
+            """A job that runs for an hour."""
+            self.advance(seconds)
+            return f"step {step} done"
+
+        return tool(long_job)
+
 
 def no_google_credentials(directory: Path, monkeypatch: Any) -> None:
     """As on a machine with no Google login: no ``GOOGLE_APPLICATION_CREDENTIALS``, an

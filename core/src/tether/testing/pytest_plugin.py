@@ -106,3 +106,43 @@ def fake_server() -> Any:
 
     with FakeServer() as server:
         yield server
+
+
+@pytest.fixture
+def offline(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., None]:
+    """:func:`tether.testing.offline.go_offline` for this test, ready to call (usually
+    from an autouse fixture of a conftest): ``offline(plugins=("google",))``. A test
+    marked ``live`` keeps its real keys; only the plugin choice applies to it."""
+    from .offline import go_offline
+
+    def isolate(
+        *, plugins: Iterable[str] | None = None, unset: Iterable[str] = (), config: bool = True
+    ) -> None:
+        directory = tmp_path_factory.mktemp("offline") if config else None
+        live = request.node.get_closest_marker("live") is not None
+        go_offline(monkeypatch, directory, plugins=plugins, unset=unset, live=live)
+
+    return isolate
+
+
+@pytest.fixture
+def google_oauth() -> Any:
+    """A :class:`~tether.testing.google_oauth.FakeGoogleOAuth` token endpoint on loopback,
+    started and closed for you (needs google-auth's ``cryptography``)."""
+    from .google_oauth import FakeGoogleOAuth
+
+    with FakeGoogleOAuth() as oauth:
+        yield oauth
+
+
+@pytest.fixture
+def google_adc(google_oauth: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A key file of ``google_oauth`` as the Application Default Credentials, with no
+    project or location in the environment (:meth:`FakeGoogleOAuth.use_adc`); undone
+    after the test."""
+    path: Path = google_oauth.use_adc(tmp_path, monkeypatch)
+    return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 import tether
+from tether.errors import ConfigError
 
 if TYPE_CHECKING:
     from tether.config import ProviderConfig
@@ -37,8 +38,19 @@ def make_provider(config: ProviderConfig) -> Provider:
 
 
 def make_vertex_provider(config: ProviderConfig) -> Provider:
-    """Claude on Vertex AI (``vertex/claude-*``); finds credentials on first use."""
-    from .vertex import VertexClaudeProvider
+    """Claude on Vertex AI (``vertex/claude-*``); finds credentials on first use.
+
+    Raises ``ConfigError`` naming the extra to install when tether-google-auth (which the
+    ``vertex`` extra brings) is missing."""
+    try:
+        from .vertex import VertexClaudeProvider
+    except ModuleNotFoundError as exc:
+        if exc.name != "tether_google_auth":
+            raise
+        raise ConfigError(
+            "Claude on Vertex AI needs the Google Cloud credentials of the vertex extra: "
+            "`pip install 'tether-anthropic[vertex]'`."
+        ) from exc
 
     return VertexClaudeProvider(config)
 

@@ -1,7 +1,7 @@
 """Claude on Vertex AI: the ``claude-`` family of the ``vertex`` platform.
 
 The SDK's ``AsyncAnthropicVertex`` with the Application Default Credentials of
-:mod:`.vertex_auth`: it posts the Messages API body (with ``anthropic_version``, the
+:mod:`tether_google_auth`: it posts the Messages API body (with ``anthropic_version``, the
 model moved into the URL) to
 ``https://<location>-aiplatform.googleapis.com/v1/projects/<project>/locations/<location>/
 publishers/anthropic/models/<model>:streamRawPredict`` (``aiplatform.googleapis.com`` for
@@ -26,11 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tether.config import ProviderConfig
 from tether.errors import ProviderError
 from tether.provider import ModelInfo, ModelRequest, ProviderEvent
-
-from .catalogue import MODELS
-from .errors import Hints, translate
-from .provider import AnthropicProvider
-from .vertex_auth import (
+from tether_google_auth import (
     DEFAULT_LOCATION,
     LOCATION_VARIABLES,
     VertexAccount,
@@ -41,10 +37,17 @@ from .vertex_auth import (
     translate_auth_error,
 )
 
+from .catalogue import MODELS
+from .errors import Hints, translate
+from .provider import AnthropicProvider
+
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-__all__ = ["VERTEX_IDS", "VertexClaudeProvider", "vertex_models"]
+__all__ = ["INSTALL", "VERTEX_IDS", "VertexClaudeProvider", "vertex_models"]
+
+INSTALL = "tether-anthropic[vertex]"
+"""What brings google-auth and tether-google-auth, for the error when they are missing."""
 
 VERTEX_IDS = {
     "claude-opus-4-5": "claude-opus-4-5@20251101",
@@ -118,7 +121,7 @@ class VertexClaudeProvider(AnthropicProvider):
         if self._client is None:
             from anthropic import AsyncAnthropicVertex
 
-            account = self._account = self._account or load_account(self.config)
+            account = self._account = self._account or load_account(self.config, install=INSTALL)
             timeout = self.config.timeout if self.config.timeout is not None else 600.0
             self._client = AsyncAnthropicVertex(  # type: ignore[assignment]
                 region=account.location,
@@ -134,7 +137,7 @@ class VertexClaudeProvider(AnthropicProvider):
         """Find the credentials off the event loop: on a Google Cloud machine, or with
         none at all, google-auth asks the metadata server (with its own short timeouts)."""
         if self._account is None and self._client is None:
-            self._account = await asyncio.to_thread(load_account, self.config)
+            self._account = await asyncio.to_thread(load_account, self.config, install=INSTALL)
 
     async def validate_auth(self) -> None:
         await self._load_account()

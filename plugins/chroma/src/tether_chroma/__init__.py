@@ -1,7 +1,7 @@
 """tether-chroma: the ``chroma`` knowledge-base backend.
 
 Registers :class:`~tether_chroma.backend.ChromaBackend` through
-``register_memory_backends``; chromadb is imported only when a knowledge base opens.
+``register_knowledge_backends``; chromadb is imported only when a knowledge base opens.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import tether
 
-__all__ = ["register_memory_backends"]
+__all__ = ["register_knowledge_backends"]
 
 
 def _factory(**settings: Any) -> Any:
@@ -20,5 +20,5 @@ def _factory(**settings: Any) -> Any:
 
 
 @tether.hookimpl
-def register_memory_backends(backends: Any) -> None:
+def register_knowledge_backends(backends: Any) -> None:
     backends.add("chroma", _factory)

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 from tether.knowledge import Chunk, DocumentInfo, DocumentWrite, KeywordIndex, Tokenizer
 
 __all__ = ["ChromaBackend"]
@@ -66,7 +66,7 @@ class ChromaBackend:
         **unknown: Any,
     ) -> None:
         if unknown:
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"Unknown chroma backend settings: {', '.join(sorted(unknown))}. Valid: path, "
                 f"host, port, ssl, headers, collection, language."
             )
@@ -86,7 +86,7 @@ class ChromaBackend:
                 else:
                     if path is None:
                         if data_dir is None:
-                            raise MemoryBackendError(
+                            raise KnowledgeBackendError(
                                 "The chroma backend needs a path, a host, or a data_dir."
                             )
                         path = Path(data_dir) / "chroma"
@@ -369,12 +369,12 @@ def _chunk(text: Any, metadata: Any, score: float | None = None) -> Chunk:
 def _errors(where: str) -> Iterator[None]:
     try:
         yield
-    except MemoryBackendError:
+    except KnowledgeBackendError:
         raise
     except (ValueError, TypeError):
         raise
     except Exception as exc:
-        raise MemoryBackendError(
+        raise KnowledgeBackendError(
             f"{where} failed: {exc}. Check that the server is running and reachable (or the "
             f"directory writable), then retry."
         ) from exc

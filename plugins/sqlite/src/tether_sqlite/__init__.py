@@ -1,7 +1,7 @@
 """tether-sqlite: the persistent knowledge-base backend ``sqlite`` (the default).
 
 Registers :class:`~tether_sqlite.backend.SqliteBackend` through
-``register_memory_backends``. The backend module (and numpy) is imported only when a
+``register_knowledge_backends``. The backend module (and numpy) is imported only when a
 knowledge base is opened.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import tether
 
-__all__ = ["register_memory_backends"]
+__all__ = ["register_knowledge_backends"]
 
 
 def _factory(**settings: Any) -> Any:
@@ -21,5 +21,5 @@ def _factory(**settings: Any) -> Any:
 
 
 @tether.hookimpl
-def register_memory_backends(backends: Any) -> None:
+def register_knowledge_backends(backends: Any) -> None:
     backends.add("sqlite", _factory)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tether.errors import MemoryBackendError
+from tether.errors import KnowledgeBackendError
 from tether.knowledge import (
     Chunk,
     DocumentInfo,
@@ -97,13 +97,13 @@ class SqliteBackend:
         **unknown: Any,
     ) -> None:
         if unknown:
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"Unknown sqlite backend settings: {', '.join(sorted(unknown))}. Valid: path, "
                 f"language, busy_timeout."
             )
         if path is None:
             if data_dir is None:
-                raise MemoryBackendError("The sqlite backend needs a path (or a data_dir).")
+                raise KnowledgeBackendError("The sqlite backend needs a path (or a data_dir).")
             path = Path(data_dir) / "kb.sqlite3"
         self.path = Path(path)
         self._tokenize = Tokenizer(language)
@@ -122,7 +122,7 @@ class SqliteBackend:
             with self._transaction():
                 self._create_schema()
         except sqlite3.Error as exc:
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"Cannot open the knowledge base {self.path}: {exc}. Check that the directory "
                 f"is writable and the file is an SQLite database (or delete it to start over)."
             ) from exc
@@ -136,7 +136,7 @@ class SqliteBackend:
                 self._db.execute(statement)
         version = self._meta("schema_version")
         if version is not None and int(version) > SCHEMA_VERSION:
-            raise MemoryBackendError(
+            raise KnowledgeBackendError(
                 f"{self.path} was written by a newer tether-sqlite (schema {version}); "
                 f"upgrade tether-sqlite to open it."
             )
@@ -200,7 +200,7 @@ class SqliteBackend:
             if blobs:
                 dims = len(blobs[0]) // 4
                 if any(len(b) != 4 * dims for b in blobs):
-                    raise MemoryBackendError(
+                    raise KnowledgeBackendError(
                         f"{self.path} holds vectors of different lengths, from different "
                         f"embedders. Re-add the documents with one embedder "
                         f"(`tether kb add --force`)."
@@ -321,7 +321,7 @@ class SqliteBackend:
             matrix = np.asarray(vectors, dtype=np.float32)
             dims = self._vectors.dimensions
             if dims is not None and matrix.shape[1] != dims:
-                raise MemoryBackendError(
+                raise KnowledgeBackendError(
                     f"{self.path} holds {dims}-dimensional vectors; these have "
                     f"{matrix.shape[1]}. One knowledge base needs one embedder: re-add every "
                     f"document with the new one, or use another path."
@@ -360,7 +360,7 @@ class SqliteBackend:
         with self._lock, _errors(self.path):
             self._refresh()
             if self._vectors.dimensions is not None and len(vector) != self._vectors.dimensions:
-                raise MemoryBackendError(
+                raise KnowledgeBackendError(
                     f"The query vector has {len(vector)} dimensions but {self.path} holds "
                     f"{self._vectors.dimensions}-dimensional vectors: query with the embedder "
                     f"the documents were indexed with."
@@ -462,7 +462,7 @@ def _errors(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise MemoryBackendError(
+        raise KnowledgeBackendError(
             f"The knowledge base {path} failed: {exc}. If another process holds it, retry; "
             f"if the file is damaged, delete it and add the documents again."
         ) from exc

@@ -1,4 +1,8 @@
-"""Google Cloud credentials for Vertex AI: Application Default Credentials, project, location.
+"""Google Cloud credentials for tether's Vertex AI providers: Application Default
+Credentials, project, location.
+
+A library, not a plugin: it registers nothing. Importing it loads no google-auth; that is
+imported when credentials are first loaded.
 
 Credentials are Application Default Credentials (ADC), found by google-auth in its usual
 order: the file named by ``GOOGLE_APPLICATION_CREDENTIALS`` (a service-account key, or
@@ -12,6 +16,10 @@ The project is ``project`` of ``[providers.vertex]``, else ``GOOGLE_CLOUD_PROJEC
 the project the credentials belong to; the location is ``location`` of
 ``[providers.vertex]``, else ``GOOGLE_CLOUD_LOCATION``, else ``CLOUD_ML_REGION``, else
 ``global``. No error names a token or a key: only where the credentials came from.
+
+Both Vertex AI families use this module: tether-google for ``vertex/gemini-*`` and
+tether-anthropic for ``vertex/claude-*``, so one ``[providers.vertex]`` table and one set of
+credentials serve both, resolved the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +28,12 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import AuthenticationError, ProviderConnectionError, ProviderError
+from tether.errors import (
+    AuthenticationError,
+    ConfigError,
+    ProviderConnectionError,
+    ProviderError,
+)
 from tether.scrub import register_secret, scrub
 
 if TYPE_CHECKING:
@@ -36,6 +49,7 @@ __all__ = [
     "load_account",
     "register_tokens",
     "rejected_hint",
+    "setting",
     "translate_auth_error",
 ]
 
@@ -74,16 +88,21 @@ def credential_source() -> str:
     )
 
 
-def load_account(config: ProviderConfig) -> VertexAccount:
+def load_account(config: ProviderConfig, *, install: str = "tether-google-auth") -> VertexAccount:
     """The credentials, project and location per the module docstring; sends nothing
     unless the only credentials are a metadata server's.
 
     Raises ``AuthenticationError`` naming what to set when no credentials or no project
-    are found.
+    are found, and ``ConfigError`` telling to ``pip install`` the requirement ``install``
+    (the caller's distribution, with its extra) when google-auth is not installed.
     """
-    import google.auth
-    from google.auth import exceptions
-
+    try:
+        import google.auth
+        from google.auth import exceptions
+    except ImportError as exc:
+        raise ConfigError(
+            f"Vertex AI needs google-auth, which is not installed: `pip install '{install}'`."
+        ) from exc
     try:
         credentials, adc_project = google.auth.default(scopes=[SCOPE])
     except exceptions.DefaultCredentialsError as exc:
@@ -91,7 +110,7 @@ def load_account(config: ProviderConfig) -> VertexAccount:
             f"No Google Cloud credentials found for Vertex AI ({_reason(exc)}). {LOGIN}.",
             provider=PROVIDER,
         ) from exc
-    project = _setting(config, "project", (PROJECT_VARIABLE,)) or adc_project
+    project = setting(config, "project", (PROJECT_VARIABLE,)) or adc_project
     if not project:
         raise AuthenticationError(
             "No Google Cloud project for Vertex AI: set `project` in [providers.vertex] of "
@@ -99,7 +118,7 @@ def load_account(config: ProviderConfig) -> VertexAccount:
             "name none).",
             provider=PROVIDER,
         )
-    location = _setting(config, "location", LOCATION_VARIABLES) or DEFAULT_LOCATION
+    location = setting(config, "location", LOCATION_VARIABLES) or DEFAULT_LOCATION
     return VertexAccount(register_tokens(credentials), str(project), location, credential_source())
 
 
@@ -120,8 +139,11 @@ def register_tokens(credentials: Any) -> Any:
 
 def translate_auth_error(exc: BaseException) -> ProviderError | None:
     """The tether error for a google-auth failure while refreshing a token mid-run, or
-    ``None`` for any other exception."""
-    from google.auth import exceptions
+    ``None`` for any other exception (google-auth not installed included)."""
+    try:
+        from google.auth import exceptions
+    except ImportError:
+        return None
 
     if isinstance(exc, exceptions.TransportError):
         return ProviderConnectionError(
@@ -153,7 +175,8 @@ def denied_hint(account: VertexAccount | None) -> str:
     )
 
 
-def _setting(config: ProviderConfig, key: str, variables: tuple[str, ...]) -> str | None:
+def setting(config: ProviderConfig, key: str, variables: tuple[str, ...]) -> str | None:
+    """``key`` of the provider's section, else the first of ``variables`` that is set."""
     value = config.extra.get(key)
     if isinstance(value, str) and value.strip():
         return value.strip()
