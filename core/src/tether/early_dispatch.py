@@ -120,8 +120,7 @@ class EarlyDispatch:
         assert run is not None
         if run.cancel.cancelled or run.guard.expired():
             return False
-        used = run.usage.input_tokens + run.usage.output_tokens
-        if run.guard.budget_error(used, run.cost) is not None:
+        if run.guard.budget_error() is not None:
             return False
         gate = run.features.gate
         if gate is None:
