@@ -163,10 +163,10 @@ class Run(RunAccounts):
             if not (self.cancel.cancelled and task is not None and task.cancelling()):
                 raise
             task.uncancel()
-            outcome, error = Outcome.CANCELLED, RunCancelled(self.cancel.reason or "cancelled")
+            outcome, error = self._cancelled(RunCancelled(self.cancel.reason or "cancelled"))
         except RunCancelled as exc:
             await self._answer_open_calls()
-            outcome, error = Outcome.CANCELLED, exc
+            outcome, error = self._cancelled(exc)
         except BaseException:
             await self._answer_open_calls()
             raise
@@ -183,9 +183,7 @@ class Run(RunAccounts):
         if self.s.update_tools is not None:
             await self._update_tools(self.s.update_tools)
         ledger = self.guard.ledger
-        with self.scope.interruptible():
-            async with within_deadline(self.guard):
-                await ledger.begin_call()
+        await self._admit()
         try:
             response: ModelResponse | None = None
             async with contextlib.aclosing(self._call_model()) as model_events:
@@ -229,6 +227,19 @@ class Run(RunAccounts):
             async for event in compactions:
                 yield event
 
+    async def _admit(self) -> None:
+        """Reserve the next model call in the tree's ledger (see :mod:`tether.ledger`),
+        waiting for a turn if need be: interruptibly, and no later than the deadline."""
+        guard = self.guard
+        with self.scope.interruptible():
+            while True:
+                try:
+                    async with asyncio.timeout(guard.remaining()):
+                        await guard.ledger.begin_call()
+                    return
+                except TimeoutError:
+                    guard.check_deadline()  # a timer may fire a hair early: wait on
+
     async def _update_tools(
         self, update: Callable[[RunSettings], Awaitable[RunSettings | None]]
     ) -> None:
@@ -239,6 +250,13 @@ class Run(RunAccounts):
             self.s = updated
             self.executor.tools = self.features.rebase_tools(updated.tools)
             self.executor.settings = updated.tool_settings
+
+    def _cancelled(self, error: RunCancelled) -> tuple[Outcome, TetherError]:
+        """How a cancelled run ended: by its wall-time limit if that had passed (a
+        parent stops its sub-agents when their shared deadline passes), else cancelled."""
+        if self.guard.expired():
+            return Outcome.LIMIT, self.guard.deadline_error()
+        return Outcome.CANCELLED, error
 
     def _ending(self) -> tuple[Outcome, TetherError | None]:
         """How a run that ended without an exception ended."""

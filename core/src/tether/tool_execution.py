@@ -322,6 +322,8 @@ class ToolScheduler:
                         waiting, timeout=self.guard.remaining(), return_when=asyncio.FIRST_COMPLETED
                     )
                 if not woken:
+                    if not self.guard.expired():
+                        continue  # a timer may fire a hair early: wait on
                     raise self.guard.tools_timed_out()
                 if listener in woken:
                     yield listener.result()
