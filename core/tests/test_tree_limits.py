@@ -383,8 +383,12 @@ async def test_early_dispatch_starts_nothing_once_the_budget_is_spent(kind: str)
     provider = ScriptedProvider(
         [
             Reply(
-                tool_calls=[call("consult", question="q"), call("probe", path="a.txt")],
-                pause=0.001,
+                tool_calls=[
+                    call("consult", question="q"),
+                    call("probe", path="a.txt"),
+                    call("probe", path="b.txt"),
+                ],
+                pause=0.001,  # the stream goes on after each call is announced
             ),
             Reply(text="never"),
         ],
