@@ -74,7 +74,11 @@ async def note(n: int) -> str:
 def busy_child(usage: Usage, *, priced: bool = False) -> Charged:
     """A sub-agent that never finishes on its own: every response asks for a tool."""
     return Charged(
-        lambda request: Reply(tool_calls=[call("note", n=len(request.messages))], usage=usage),
+        lambda request: Reply(
+            tool_calls=[call("note", n=len(request.messages))],
+            usage=usage,
+            pause=0.001,  # a stream that takes a while: sibling calls would overlap
+        ),
         priced=priced,
     )
 

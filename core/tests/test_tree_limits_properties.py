@@ -80,10 +80,10 @@ async def run_tree(tree: Tree, budget: dict[str, Any]) -> tuple[RunResult, list[
         charged.append(usage)
         if turn == 0 and fanout:
             calls = [call("delegate", task=f"{path}.{i}") for i in range(fanout)]
-            return Reply(tool_calls=calls, usage=usage)
+            return Reply(tool_calls=calls, usage=usage, pause=0.0005)
         if turn <= tree.work:
-            return Reply(tool_calls=[call("note", n=turn)], usage=usage)
-        return Reply(text=f"{path} done", usage=usage)
+            return Reply(tool_calls=[call("note", n=turn)], usage=usage, pause=0.0005)
+        return Reply(text=f"{path} done", usage=usage, pause=0.0005)
 
     @tether.tool
     def note(n: int) -> str:
