@@ -7,9 +7,10 @@ admitted only if every node from its run up to the outermost one has room for it
 its usage is charged to all of them, so parallel children draw from one shared
 remaining budget instead of each receiving a copy of it.
 
-- **Model calls** (``limits.max_turns`` per node, and ``limits.max_tree_model_calls`` of
-  the outermost run for the whole tree) are reserved when a call starts: the count
-  never passes the limit.
+- **Model calls** (``limits.max_turns`` per node, and ``limits.max_tree_model_calls`` —
+  200 by default — of the outermost run for the whole tree, a backstop against agents
+  that keep delegating) are reserved when a call starts: the count never passes the
+  limit.
 - **Tokens and cost** (``limits.max_total_tokens``, ``limits.max_cost_usd``) are charged
   when a response arrives. A call starts only while every node's charges are below its
   budget, and while a node with a token or cost budget has a call in flight anywhere
@@ -44,11 +45,7 @@ from .errors import CostBudgetExceeded, LimitExceeded, MaxTurnsExceeded, TokenBu
 if TYPE_CHECKING:
     from .config import LimitsConfig
 
-__all__ = ["DEFAULT_MAX_TREE_MODEL_CALLS", "Ledger", "current_ledger", "in_ledger"]
-
-DEFAULT_MAX_TREE_MODEL_CALLS = 200
-"""Model calls of a whole tree of runs (a run and every run it starts), counted at the
-outermost run: a backstop against agents that keep delegating."""
+__all__ = ["Ledger", "current_ledger", "in_ledger"]
 
 _current: ContextVar[Ledger | None] = ContextVar("tether_ledger", default=None)
 _lock = threading.Lock()
