@@ -10,9 +10,11 @@ whose message says which limit was reached and which setting raises it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from .errors import LimitExceeded, LoopDetected, WallTimeExceeded
@@ -20,6 +22,7 @@ from .ledger import Ledger
 from .messages import ToolCallBlock, ToolResultBlock
 
 if TYPE_CHECKING:
+    from .cancel import CancelScope
     from .config import LimitsConfig
 
 __all__ = ["RunGuard"]
@@ -93,6 +96,24 @@ class RunGuard:
     def tools_timed_out(self) -> WallTimeExceeded:
         """The error for running tools that were still running when the limit passed."""
         return WallTimeExceeded(f"The run's {self._wall_limit()} passed while tools were running.")
+
+    @contextlib.asynccontextmanager
+    async def model_call(self, scope: CancelScope) -> AsyncIterator[None]:
+        """One model call of the run: reserved in the tree's ledger before it starts
+        (waiting for a turn if need be, interruptibly and no later than the deadline)
+        and released when the body ends, however it ends."""
+        with scope.interruptible():
+            while True:
+                try:
+                    async with asyncio.timeout(self.remaining()):
+                        await self.ledger.begin_call()
+                    break
+                except TimeoutError:
+                    self.check_deadline()  # a timer may fire a hair early: wait on
+        try:
+            yield
+        finally:
+            self.ledger.end_call()
 
     def budget_error(self) -> LimitExceeded | None:
         """The token or cost budget used up, of this run or of a run above it, if any

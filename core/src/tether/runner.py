@@ -182,9 +182,7 @@ class Run(RunAccounts):
         self.guard.check_deadline()
         if self.s.update_tools is not None:
             await self._update_tools(self.s.update_tools)
-        ledger = self.guard.ledger
-        await self._admit()
-        try:
+        async with self.guard.model_call(self.scope):  # a turn in the tree's ledger
             response: ModelResponse | None = None
             async with contextlib.aclosing(self._call_model()) as model_events:
                 async for event in model_events:
@@ -195,9 +193,7 @@ class Run(RunAccounts):
             assert response is not None
             message = await self._record(response)
             turn_end = self.account_response(response, self.s)
-            ledger.charge(response.usage.input_tokens + response.usage.output_tokens, turn_end.cost)
-        finally:
-            ledger.end_call()
+            self.guard.ledger.charge(response.usage.total_tokens, turn_end.cost)
         yield turn_end
         if (warning := low_cache_warning(self.usage, self.turns, self.s.cache_warning)) is not None:
             yield warning
@@ -227,19 +223,6 @@ class Run(RunAccounts):
             async for event in compactions:
                 yield event
 
-    async def _admit(self) -> None:
-        """Reserve the next model call in the tree's ledger (see :mod:`tether.ledger`),
-        waiting for a turn if need be: interruptibly, and no later than the deadline."""
-        guard = self.guard
-        with self.scope.interruptible():
-            while True:
-                try:
-                    async with asyncio.timeout(guard.remaining()):
-                        await guard.ledger.begin_call()
-                    return
-                except TimeoutError:
-                    guard.check_deadline()  # a timer may fire a hair early: wait on
-
     async def _update_tools(
         self, update: Callable[[RunSettings], Awaitable[RunSettings | None]]
     ) -> None:
@@ -252,8 +235,7 @@ class Run(RunAccounts):
             self.executor.settings = updated.tool_settings
 
     def _cancelled(self, error: RunCancelled) -> tuple[Outcome, TetherError]:
-        """How a cancelled run ended: by its wall-time limit if that had passed (a
-        parent stops its sub-agents when their shared deadline passes), else cancelled."""
+        """A run cancelled past its deadline (a caller's, shared) ended by its limit."""
         if self.guard.expired():
             return Outcome.LIMIT, self.guard.deadline_error()
         return Outcome.CANCELLED, error
