@@ -187,7 +187,7 @@ async def test_six_parallel_sub_agents_stop_at_the_parents_deadline() -> None:
     result, children, _ = await run_tree(
         parent,
         child,
-        {"wall_time_s": 0.3},
+        {"wall_time_s": 1.0},
         child_limits={"wall_time_s": 600},
         child_tools=(wait_for_news,),
     )
@@ -195,10 +195,10 @@ async def test_six_parallel_sub_agents_stop_at_the_parents_deadline() -> None:
     assert result.outcome is Outcome.LIMIT and isinstance(result.error, WallTimeExceeded)
     assert len(children) == 6
     for child_result in children:
-        # stopped by the parent's 0.3 s, not by its own 600 s
+        # stopped by the parent's 1 s, not by its own 600 s
         assert child_result.outcome is Outcome.LIMIT
         assert isinstance(child_result.error, WallTimeExceeded)
-        assert "0.3 s, set on the run that started it" in str(child_result.error)
+        assert "1 s, set on the run that started it" in str(child_result.error)
     assert_invariant(result.messages)
 
 
@@ -451,3 +451,22 @@ async def test_a_sub_agent_counts_its_model_calls_against_the_parent_as_they_sta
     starts = [e for e in events if isinstance(e, Nested) and isinstance(e.event, RunStart)]
     assert len(starts) == 6
     assert result.turns == sum(r.turns for r in children) + len(parent.usages) == 13
+
+
+async def test_a_sub_agents_usage_counts_once_against_the_budget() -> None:
+    """The child's 100 tokens are charged as they happen, not again when it returns: with
+    a budget of 350 the parent still gets its third call (100 + 100 + 100 < 350)."""
+    usage = Usage(input_tokens=80, output_tokens=20)
+    child = Charged(lambda request: Reply(text="child answer", usage=usage))
+
+    def reply(request: ModelRequest) -> Reply:
+        if len(request.messages) == 1:
+            return Reply(tool_calls=[call("helper", task="look")], usage=usage)
+        return Reply(tool_calls=[call("note", n=len(request.messages))], usage=usage)
+
+    parent = Charged(reply)
+    result, children, _ = await run_tree(parent, child, {"max_total_tokens": 350})
+
+    assert [r.outcome for r in children] == [Outcome.COMPLETED]
+    assert len(parent.usages) == 3 and result.usage.total_tokens == 400
+    assert isinstance(result.error, TokenBudgetExceeded)
