@@ -203,7 +203,9 @@ async def test_six_parallel_sub_agents_stop_at_the_parents_deadline() -> None:
 
 
 # -- an agent delegating to itself -------------------------------------------------------------
-def self_delegating(usage: Usage, limits: dict[str, Any]) -> tuple[tether.Agent, Charged, Outcomes]:
+def self_delegating(
+    usage: Usage, limits: dict[str, Any], *, priced: bool = False
+) -> tuple[tether.Agent, Charged, Outcomes]:
     """An agent whose every answer hands two tasks to a copy of itself (through
     ``agent.run()`` in a tool: such runs join the caller's tree too)."""
     seen = Outcomes()
@@ -214,7 +216,9 @@ def self_delegating(usage: Usage, limits: dict[str, Any]) -> tuple[tether.Agent,
                 for i in range(2)
             ],
             usage=usage,
-        )
+            pause=0.001,
+        ),
+        priced=priced,
     )
     agents: list[tether.Agent] = []
 
@@ -266,6 +270,18 @@ async def test_a_self_delegating_agent_stays_within_its_token_budget() -> None:
 
     assert tokens(model.usages) < 3000 + 400
     assert isinstance(result.error, TokenBudgetExceeded)
+    assert all(r.outcome is Outcome.LIMIT for r in seen.results)
+
+
+async def test_a_self_delegating_agent_stays_within_its_cost_budget() -> None:
+    usage = Usage(input_tokens=1000, output_tokens=100)  # $0.003 a call
+    agent, model, seen = self_delegating(
+        usage, {"max_cost_usd": 0.02, "max_run_depth": 8}, priced=True
+    )
+    result = await agent.run("t")
+
+    assert dollars(model.usages) < 0.02 + 0.003 + 1e-12
+    assert isinstance(result.error, CostBudgetExceeded)
     assert all(r.outcome is Outcome.LIMIT for r in seen.results)
 
 
