@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.depth",
             "tether.fileio",
             "tether.guard",
+            "tether.ledger",
             "tether.output",
             "tether.platforms",
             "tether.registry",

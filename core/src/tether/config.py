@@ -184,6 +184,11 @@ class LimitsConfig(_Strict):
     max_run_depth: int = Field(
         5, ge=1, description="Runs nested inside tools (sub-agents), counting the outermost."
     )
+    max_tree_model_calls: int | None = Field(
+        200,
+        ge=1,
+        description="Model calls of a run and every run it starts, read on the outermost run.",
+    )
 
 
 class CompactionConfig(_Strict):

@@ -20,7 +20,8 @@ A call starts early only if all of these hold:
   (those calls run first, so the calls after them must wait as they always have);
 - the approval policy allows it outright (a call a rule would ``ask`` about or ``deny``
   waits for the response, and the approval, as before);
-- the run is not cancelled, past its wall time, or over its token or cost budget.
+- the run is not cancelled, past its wall time, or over its token or cost budget (or a
+  budget of a run above it: see :mod:`tether.ledger`).
 
 The rule for retries: started calls survive a failed attempt of the model call. A call
 of the retried response with the same tool name and the same arguments as a started
@@ -120,8 +121,7 @@ class EarlyDispatch:
         assert run is not None
         if run.cancel.cancelled or run.guard.expired():
             return False
-        used = run.usage.input_tokens + run.usage.output_tokens
-        if run.guard.budget_error(used, run.cost) is not None:
+        if run.guard.budget_error() is not None:
             return False
         gate = run.features.gate
         if gate is None:

@@ -1,53 +1,55 @@
 """The limits of one run, checked in one place: :class:`RunGuard`.
 
-The runner asks the guard before each model call (turns, wall time), before running a
-response's tool calls (token and cost budgets), after them (a loop of identical failing
-calls), and before waiting to retry (would the wait pass the wall-time limit). Every
-check raises a :class:`~tether.errors.LimitExceeded` subclass whose message says which
-limit was reached and which setting raises it.
+The runner asks the guard before each model call (wall time; model calls, tokens and
+cost through the run's :class:`~tether.ledger.Ledger`, which covers the whole tree of
+runs), before running a response's tool calls (token and cost budgets), after them (a
+loop of identical failing calls), and before waiting to retry (would the wait pass the
+wall-time limit). Every check raises a :class:`~tether.errors.LimitExceeded` subclass
+whose message says which limit was reached and which setting raises it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from .errors import (
-    CostBudgetExceeded,
-    LimitExceeded,
-    LoopDetected,
-    MaxTurnsExceeded,
-    TokenBudgetExceeded,
-    WallTimeExceeded,
-)
+from .errors import LimitExceeded, LoopDetected, WallTimeExceeded
+from .ledger import Ledger
 from .messages import ToolCallBlock, ToolResultBlock
 
 if TYPE_CHECKING:
+    from .cancel import CancelScope
     from .config import LimitsConfig
 
 __all__ = ["RunGuard"]
 
 
 class RunGuard:
-    """Checks one run against its :class:`~tether.config.LimitsConfig`."""
+    """Checks one run against its :class:`~tether.config.LimitsConfig`, and through its
+    :attr:`ledger` against the limits of the runs above it."""
 
-    __slots__ = ("_failing", "_failing_count", "deadline", "limits", "started")
+    __slots__ = ("_failing", "_failing_count", "deadline", "ledger", "limits", "started")
 
-    def __init__(self, limits: LimitsConfig) -> None:
+    def __init__(self, limits: LimitsConfig, parent: Ledger | None = None) -> None:
         self.limits = limits
+        self.ledger = Ledger(limits, parent)
+        """This run's node in the tree's ledger (``parent``: the node of the run above)."""
         self.started = 0.0
         self.deadline: float | None = None
-        """``time.perf_counter()`` value at which the wall-time limit passes, if any."""
+        """``time.perf_counter()`` value at which the wall-time limit passes, if any: the
+        run's own or, if earlier, that of a run above it."""
         self._failing: tuple[str, str] | None = None
         self._failing_count = 0
 
-    def start(self) -> None:
+    def start(self, run_id: str = "") -> None:
         """Start the wall clock; call once when the run starts."""
         self.started = time.perf_counter()
-        if self.limits.wall_time_s is not None:
-            self.deadline = self.started + self.limits.wall_time_s
+        self.ledger.start(run_id)
+        self.deadline = self.ledger.deadline
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -61,21 +63,25 @@ class RunGuard:
     def expired(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
 
-    def check_turns(self, turns: int) -> None:
-        if turns >= self.limits.max_turns:
-            raise MaxTurnsExceeded(
-                f"The run reached its limit of {self.limits.max_turns} model calls. "
-                "Raise limits.max_turns if the task needs more."
-            )
-
     def check_deadline(self) -> None:
         if self.expired():
             raise self.deadline_error()
 
+    def _wall_limit(self) -> str:
+        """The wall-time limit in force, for messages."""
+        limit = self.ledger.deadline_limit
+        if limit is None:
+            return "wall-time limit"
+        seconds, level = limit
+        if level == 0:
+            return f"wall-time limit of {seconds:g} s"
+        above = "the run that started it" if level == 1 else f"the run {level} levels up"
+        return f"wall-time limit of {seconds:g} s, set on {above}"
+
     def deadline_error(self) -> WallTimeExceeded:
         """The error for a run that reached its wall-time limit."""
         return WallTimeExceeded(
-            f"The run reached its wall-time limit of {self.limits.wall_time_s:g} s. "
+            f"The run reached its {self._wall_limit()}. "
             "Raise limits.wall_time_s if the task needs more."
         )
 
@@ -83,30 +89,36 @@ class RunGuard:
         """Raise if waiting ``delay`` seconds to retry would pass the wall-time limit."""
         if self.deadline is not None and time.perf_counter() + delay > self.deadline:
             raise WallTimeExceeded(
-                f"The run's wall-time limit of {self.limits.wall_time_s:g} s would pass "
+                f"The run's {self._wall_limit()} would pass "
                 f"while waiting {delay:.1f} s to retry after: {error}"
             ) from error
 
     def tools_timed_out(self) -> WallTimeExceeded:
         """The error for running tools that were still running when the limit passed."""
-        return WallTimeExceeded(
-            f"The run's wall-time limit of {self.limits.wall_time_s:g} s passed while tools were running."
-        )
+        return WallTimeExceeded(f"The run's {self._wall_limit()} passed while tools were running.")
 
-    def budget_error(self, total_tokens: int, cost: float | None) -> LimitExceeded | None:
-        """The budget the run has used up, if any (checked before running tools)."""
-        limits = self.limits
-        if limits.max_total_tokens is not None and total_tokens >= limits.max_total_tokens:
-            return TokenBudgetExceeded(
-                f"The run used {total_tokens} tokens, reaching its budget of {limits.max_total_tokens}. "
-                "Raise limits.max_total_tokens to allow more."
-            )
-        if limits.max_cost_usd is not None and cost is not None and cost >= limits.max_cost_usd:
-            return CostBudgetExceeded(
-                f"The run cost ${cost:.4f}, reaching its budget of ${limits.max_cost_usd:.4f}. "
-                "Raise limits.max_cost_usd to allow more."
-            )
-        return None
+    @contextlib.asynccontextmanager
+    async def model_call(self, scope: CancelScope) -> AsyncIterator[None]:
+        """One model call of the run: reserved in the tree's ledger before it starts
+        (waiting for a turn if need be, interruptibly and no later than the deadline)
+        and released when the body ends, however it ends."""
+        with scope.interruptible():
+            while True:
+                try:
+                    async with asyncio.timeout(self.remaining()):
+                        await self.ledger.begin_call()
+                    break
+                except TimeoutError:
+                    self.check_deadline()  # a timer may fire a hair early: wait on
+        try:
+            yield
+        finally:
+            self.ledger.end_call()
+
+    def budget_error(self) -> LimitExceeded | None:
+        """The token or cost budget used up, of this run or of a run above it, if any
+        (checked before each model call and before running tools)."""
+        return self.ledger.budget_error()
 
     def check_loop(
         self, calls: Sequence[ToolCallBlock], results: Sequence[ToolResultBlock]

@@ -250,25 +250,29 @@ class RunFeatures:
         return self.run.session.id
 
     def remaining(self) -> Budget:
-        run, limits = self.run, self.run.s.limits
-        used = run.usage.input_tokens + run.usage.output_tokens
-        tokens = limits.max_total_tokens - used if limits.max_total_tokens is not None else None
-        cost = None
-        if limits.max_cost_usd is not None and run.cost is not None:
-            cost = limits.max_cost_usd - run.cost
+        """What the run has left: the least of its own and every run's above it."""
+        run = self.run
+        calls, tokens, cost = run.guard.ledger.remaining()
         return Budget(
-            turns=limits.max_turns - run.turns,
+            turns=calls,
             tokens=tokens,
             cost_usd=cost,
             wall_time_s=run.guard.remaining(),
         )
 
     def charge(self, result: RunResult) -> None:
+        """Add a nested run's totals to this run's result. A run that joined this run's
+        tree was charged to its ledger as it went; another run's usage is charged now."""
         run = self.run
         run.turns += result.turns
         run.usage = run.usage + result.usage
         if result.cost is not None and run.cost is not None:
             run.cost += result.cost
+        ledger = run.guard.ledger
+        if result.run_id not in ledger.members:
+            ledger.charge(
+                result.usage.input_tokens + result.usage.output_tokens, result.cost, result.turns
+            )
 
     def emit(self, event: RunEvent) -> None:
         self.run.executor.progress.put_nowait(event)

@@ -47,6 +47,7 @@ from .events import (
     ToolEnd,
 )
 from .guard import RunGuard
+from .ledger import current_ledger
 from .messages import (
     INTERRUPTED,
     Message,
@@ -102,7 +103,8 @@ class Run(RunAccounts):
             boundary=settings.tool_boundary,
         )
         self.executor.observe(self.start.run_id, settings.observers)
-        self.guard = RunGuard(settings.limits)
+        self.guard = RunGuard(settings.limits, current_ledger())
+        self.executor.ledger = self.guard.ledger
         self.scope = CancelScope(self.cancel)
         self.scheduler = ToolScheduler(
             self.executor,
@@ -124,7 +126,7 @@ class Run(RunAccounts):
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         observation = RunObservation(self.start, self.s.observers, self.guard.elapsed)
         with one_run_at_a_time(self.session), self.scope, observation:
-            self.guard.start()
+            self.guard.start(self.start.run_id)
             async with contextlib.aclosing(self._loop()) as loop:
                 notify = observation.notify if observation.observers else None
                 async for event in loop:
@@ -161,10 +163,10 @@ class Run(RunAccounts):
             if not (self.cancel.cancelled and task is not None and task.cancelling()):
                 raise
             task.uncancel()
-            outcome, error = Outcome.CANCELLED, RunCancelled(self.cancel.reason or "cancelled")
+            outcome, error = self._cancelled(RunCancelled(self.cancel.reason or "cancelled"))
         except RunCancelled as exc:
             await self._answer_open_calls()
-            outcome, error = Outcome.CANCELLED, exc
+            outcome, error = self._cancelled(exc)
         except BaseException:
             await self._answer_open_calls()
             raise
@@ -177,20 +179,22 @@ class Run(RunAccounts):
     async def _turn(self) -> AsyncGenerator[RunEvent, None]:
         """One model call and the tool calls it asked for; sets ``_finished`` at the end."""
         self.scope.check()
-        self.guard.check_turns(self.turns)
         self.guard.check_deadline()
         if self.s.update_tools is not None:
             await self._update_tools(self.s.update_tools)
-        response: ModelResponse | None = None
-        async with contextlib.aclosing(self._call_model()) as model_events:
-            async for event in model_events:
-                if type(event) is ModelResponse:
-                    response = event
-                else:
-                    yield event
-        assert response is not None
-        message = await self._record(response)
-        yield self.account_response(response, self.s)
+        async with self.guard.model_call(self.scope):  # a turn in the tree's ledger
+            response: ModelResponse | None = None
+            async with contextlib.aclosing(self._call_model()) as model_events:
+                async for event in model_events:
+                    if type(event) is ModelResponse:
+                        response = event
+                    else:
+                        yield event
+            assert response is not None
+            message = await self._record(response)
+            turn_end = self.account_response(response, self.s)
+            self.guard.ledger.charge(response.usage.total_tokens, turn_end.cost)
+        yield turn_end
         if (warning := low_cache_warning(self.usage, self.turns, self.s.cache_warning)) is not None:
             yield warning
         if await self.features.after_response(message, self.stop_reason):
@@ -206,9 +210,7 @@ class Run(RunAccounts):
         if not calls:
             self._finished = True
             return
-        error = self.guard.budget_error(
-            self.usage.input_tokens + self.usage.output_tokens, self.cost
-        )
+        error = self.guard.budget_error()
         if error is not None:
             await self._answer_unrun(calls, f"Not run: {error}")
             raise error
@@ -231,6 +233,12 @@ class Run(RunAccounts):
             self.s = updated
             self.executor.tools = self.features.rebase_tools(updated.tools)
             self.executor.settings = updated.tool_settings
+
+    def _cancelled(self, error: RunCancelled) -> tuple[Outcome, TetherError]:
+        """A run cancelled past its deadline (a caller's, shared) ended by its limit."""
+        if self.guard.expired():
+            return Outcome.LIMIT, self.guard.deadline_error()
+        return Outcome.CANCELLED, error
 
     def _ending(self) -> tuple[Outcome, TetherError | None]:
         """How a run that ended without an exception ended."""

@@ -1,9 +1,10 @@
 """What a tool sees of the run that called it: remaining budget, charging, events.
 
 The runner hands every tool a :class:`RunScope` in ``ToolContext.scope``. Sub-agents
-use it to draw their limits from what the parent has left, to add their usage to the
+use it to check what the parent has left before they start, to add their usage to the
 parent's totals, and to send their events into the parent's stream (as
-:class:`~tether.events.Nested`), so one run's budget and one stream cover the whole tree.
+:class:`~tether.events.Nested`), so one stream covers the whole tree. The budget itself
+is kept for the whole tree by :mod:`tether.ledger`.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class RunScope(Protocol):
         ...
 
     def charge(self, result: RunResult) -> None:
-        """Add a nested run's model calls, tokens and cost to this run's totals."""
+        """Add a nested run's model calls, tokens and cost to this run's totals. A run
+        of this run's tree was charged to its limits as it went; any other result (a
+        model call made outside the loop) is charged to them now."""
         ...
 
     def emit(self, event: RunEvent) -> None:

@@ -10,8 +10,11 @@
 
 The sub-agent runs on the same loop as any agent, in an isolated context (a fresh
 in-memory session holding only the task), with its own system prompt, model, tools and
-limits — each capped by what the calling run has left (:class:`~tether.scope.Budget`);
-its model calls, tokens and cost are charged to the caller. It returns its final text, or
+limits. It draws from what the calling run has left: its model calls, tokens and cost
+are charged to the caller's ledger as they happen, shared with every other sub-agent of
+the tree (parallel ones included), and its deadline is never later than the caller's
+(see :mod:`tether.ledger`). A call made when the caller has nothing left is refused
+before the sub-agent starts. It returns its final text, or
 its structured output as JSON. Its events reach the caller's stream wrapped in
 :class:`~tether.events.Nested`, between the calling tool's ``ToolStart`` and ``ToolEnd``.
 Several sub-agent calls in one response run in parallel like any tools. Cancelling the
@@ -38,7 +41,6 @@ from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from .agent import Agent
-    from .config import LimitsConfig
 
 __all__ = ["DEFAULT_SUBAGENT_DEPTH", "agent_tool"]
 
@@ -72,15 +74,13 @@ def agent_tool(
                 f"`{name}` cannot run here: {exc} Do this part of the task yourself."
             ) from None
         scope = ctx.scope
-        limits = _limits(agent.limits, scope, name)
+        _check_budget(scope, name)
         cancel = CancelToken()
         unlink = _link(ctx.cancel, cancel)
 
         async def consume() -> RunResult:
             result: RunResult | None = None
-            loop = agent._loop(
-                Message.user(task), InMemorySession(), cancel, ctx.deps, limits=limits
-            )
+            loop = agent._loop(Message.user(task), InMemorySession(), cancel, ctx.deps)
             async with contextlib.aclosing(loop) as events:
                 async for event in events:
                     if type(event) is Done:
@@ -125,10 +125,10 @@ def _link(parent: CancelToken, child: CancelToken) -> Callable[[], None]:
     return parent.on_cancel(cancel)
 
 
-def _limits(limits: LimitsConfig, scope: Any, name: str) -> LimitsConfig:
-    """The sub-agent's limits, capped by what the calling run has left."""
+def _check_budget(scope: Any, name: str) -> None:
+    """Refuse to start the sub-agent if the calling run has nothing left to give it."""
     if scope is None:
-        return limits
+        return
     budget = scope.remaining()
     exhausted = budget.turns <= 0 or any(
         left is not None and left <= 0
@@ -139,8 +139,6 @@ def _limits(limits: LimitsConfig, scope: Any, name: str) -> LimitsConfig:
             f"`{name}` was not started: this run has no budget left for it. "
             "Finish the task with what you have."
         )
-    capped: LimitsConfig = budget.cap(limits)
-    return capped
 
 
 def _nest(call_id: str, agent: str, event: RunEvent) -> Nested:

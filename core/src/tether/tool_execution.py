@@ -30,6 +30,7 @@ from .cancel import CancelScope, CancelToken
 from .depth import run_depth, tool_depth
 from .errors import InvalidToolArguments, NeedsHuman, ToolError
 from .events import RunEvent, ToolEnd, ToolProgress, ToolStart
+from .ledger import Ledger, in_ledger
 from .messages import ToolCallBlock, ToolResultBlock
 from .tool_results import error_result, tool_result
 from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
@@ -88,6 +89,8 @@ class ToolExecutor:
         """The first :class:`NeedsHuman` a tool raised; the runner ends the run with it."""
         self.scope: Any = None
         """The run as tools see it (``ToolContext.scope``)."""
+        self.ledger: Ledger | None = None
+        """The run's node of the tree's ledger: runs a tool starts join it."""
         """Progress reported by running calls, for the scheduler to yield."""
         self.state: MutableMapping[str, Any] = {}
 
@@ -127,7 +130,7 @@ class ToolExecutor:
         context = self._context(call, tool, key) if tool._context_param is not None else None
         timeout = self.default_timeout if tool.timeout == DEFAULT_TIMEOUT else tool.timeout
         try:
-            with tool_depth(self.depth):
+            with tool_depth(self.depth), self._in_tree():
                 if timeout is None:
                     value = await tool.call(arguments, context)
                 else:
@@ -154,6 +157,10 @@ class ToolExecutor:
             max_output_chars=tool.max_output_chars,
             max_image_bytes=tool.max_image_bytes,
         )
+
+    def _in_tree(self) -> contextlib.AbstractContextManager[None]:
+        """Runs started inside the tool join this run's tree (see :mod:`tether.ledger`)."""
+        return in_ledger(self.ledger) if self.ledger is not None else contextlib.nullcontext()
 
     def _context(self, call: ToolCallBlock, tool: Tool, key: str | None = None) -> ToolContext:
         return ToolContext(
@@ -315,6 +322,8 @@ class ToolScheduler:
                         waiting, timeout=self.guard.remaining(), return_when=asyncio.FIRST_COMPLETED
                     )
                 if not woken:
+                    if not self.guard.expired():
+                        continue  # a timer may fire a hair early: wait on
                     raise self.guard.tools_timed_out()
                 if listener in woken:
                     yield listener.result()
