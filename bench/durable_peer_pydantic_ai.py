@@ -1,0 +1,101 @@
+"""pydantic-ai's DBOS agent on the scenario of ``durable_peer_bench.py``; run by it, in
+an environment of its own that has ``pydantic-ai-slim[dbos]`` (see ``bench/README.md``).
+
+One run of ``rounds`` tool rounds: a ``FunctionModel`` answers each request with one call
+of the tool ``noop`` until the history holds ``rounds`` results, then ``done``. The agent
+is wrapped in ``DBOSAgent`` (each run is a DBOS workflow, each model request a step) and
+the tool is a DBOS step of its own (``@DBOS.step``), so a crash never repeats a finished
+model request or tool call: the guarantee tether's durable runs give. Prints one JSON
+line: the median seconds of ``repeats`` runs after a warm-up, and the package versions.
+
+Usage: ``python durable_peer_pydantic_ai.py URL ROUNDS REPEATS``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+import warnings
+from importlib.metadata import version
+
+from dbos import DBOS
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+warnings.simplefilter("ignore")  # DBOSAgent is deprecated in favour of DBOSDurability
+from pydantic_ai.durable_exec.dbos import DBOSAgent  # noqa: E402
+
+
+def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    prompt = next(
+        p.content
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if getattr(p, "part_kind", "") == "user-prompt"
+    )
+    rounds = int(str(prompt).split()[-1])
+    done = sum(
+        1
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    )
+    if done < rounds:
+        return ModelResponse(parts=[ToolCallPart("noop", {"i": done}, tool_call_id=f"c{done}")])
+    return ModelResponse(parts=[TextPart("done")])
+
+
+@DBOS.step()
+async def noop(i: int) -> str:
+    """Do nothing."""
+    return "ok"
+
+
+def main() -> None:
+    url, rounds, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    agent = Agent(FunctionModel(scripted), name="bench", tools=[noop])
+    durable = DBOSAgent(agent)
+    DBOS(config={"name": "peer-bench", "system_database_url": url, "log_level": "WARNING"})
+    DBOS.launch()
+    prompt = f"rounds {rounds}"
+
+    async def once() -> float:
+        started = time.perf_counter()
+        result = await durable.run(prompt)
+        assert result.output == "done"
+        return time.perf_counter() - started
+
+    async def measure() -> list[float]:
+        await once()  # warm-up
+        return [await once() for _ in range(repeats)]
+
+    try:
+        times = asyncio.run(measure())
+    finally:
+        DBOS.destroy()
+    print(
+        json.dumps(
+            {
+                "framework": f"pydantic-ai {version('pydantic-ai-slim')} DBOSAgent",
+                "dbos": version("dbos"),
+                "seconds": statistics.median(times),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
