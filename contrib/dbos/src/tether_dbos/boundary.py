@@ -98,7 +98,7 @@ class DurableProvider:
         async for event in self.inner.stream(request):
             if isinstance(event, ModelResponse):
                 response = event
-            elif self.deltas and type(event) is not ToolCallReady:  # run events only
+            elif self.deltas and not isinstance(event, ToolCallReady):  # run events only
                 batch.append(event_to_dict(event))
                 if time.monotonic() - last >= _DELTA_BATCH_S:
                     await stream.write(batch)
