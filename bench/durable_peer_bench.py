@@ -9,11 +9,13 @@ neither once recorded (pydantic-ai's tool is a ``@DBOS.step``; tether's tool cal
 steps of their own). tether also writes the conversation to its PostgreSQL session store
 and publishes the run's events, which pydantic-ai's agent does not do.
 
-Each side runs in a child process of its own (DBOS is one per process), the two taking
-turns in each of ``--rounds`` rounds so that load changes hit both alike; a child makes
-one warm-up run and reports the median of ``--repeats`` runs. Prints a line per round
-and one JSON line: ms per step of each side per round, their medians, and the ratio
-tether / pydantic-ai per round.
+Each side runs in a child process of its own (DBOS is one per process), both alive
+throughout; after ``--warmup`` runs each they make ``--runs`` runs each, one at a time
+and taking turns (so load changes on a shared machine hit both alike). Each run is timed
+in its child: wall time and CPU time of the whole process (DBOS works from threads).
+Prints a summary on stderr and one JSON line: per step, the median wall time (and its
+interquartile range) and median CPU time of each side, and the ratios tether /
+pydantic-ai of those medians.
 
 Run (PostgreSQL on 127.0.0.1:5432; pydantic-ai in an environment of its own, see
 ``bench/README.md``)::
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import subprocess
@@ -43,7 +46,35 @@ def log(text: str) -> None:
 
 
 # -- tether's side (a child process) --------------------------------------------------------
-def tether_child(url: str, rounds: int, repeats: int) -> None:
+def use_single_statement_append() -> None:
+    """Make the PostgreSQL session store append a message in one statement (one round
+    trip: the version bump and the insert in a data-modifying CTE) instead of a
+    transaction of two statements (four round trips: BEGIN, UPDATE, INSERT, COMMIT). For
+    ``--single-statement-append`` only: what a cheaper append would give a durable step."""
+    from tether.sessions.versioned import conflict
+    from tether_postgres.store import PostgresSessionIO
+
+    async def append(self: Any, name: str, expected: int, position: int, line: str) -> int:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                f"WITH bumped AS (UPDATE {self.sessions} SET version = version + 1, "
+                "updated_at = now() WHERE name = %s AND version = %s RETURNING version) "
+                f"INSERT INTO {self.messages} (session, seq, body) SELECT %s, %s, %s "
+                "FROM bumped RETURNING (SELECT version FROM bumped)",
+                (name, expected, name, position, line),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise conflict(name, expected, None)
+        version: int = row[0]
+        return version
+
+    PostgresSessionIO.append = append  # type: ignore[method-assign]
+
+
+def tether_child(url: str, rounds: int) -> None:
+    """Serve runs of tether's durable agent, one per ``run`` line on stdin (the protocol of
+    ``durable_peer_pydantic_ai.py``)."""
     from importlib.metadata import version
 
     from dbos import DBOS
@@ -59,47 +90,64 @@ def tether_child(url: str, rounds: int, repeats: int) -> None:
         runtime = start_worker(config, executor_id="peer-bench")
         prompt = Message.user(f"rounds {rounds}").to_json()
 
-        async def once() -> float:
-            spec = {"session": f"bench-{new_id()[:8]}", "agent": "durable_bench_agent:make_agent",
-                    "prompt": prompt}  # fmt: skip
-            started = time.perf_counter()
-            handle = await DBOS.start_workflow_async(durable_run, spec)
-            result = await handle.get_result()
-            assert result.output == "done" and result.tool_calls == rounds
-            return time.perf_counter() - started
-
-        async def measure() -> list[float]:
-            await once()
-            return [await once() for _ in range(repeats)]
+        async def serve() -> None:
+            print(json.dumps({"framework": f"tether-dbos {version('tether-dbos')}",
+                              "dbos": version("dbos")}), flush=True)  # fmt: skip
+            for line in sys.stdin:
+                if line.strip() != "run":
+                    break
+                spec = {"session": f"bench-{new_id()[:8]}", "prompt": prompt,
+                        "agent": "durable_bench_agent:make_agent"}  # fmt: skip
+                wall, cpu = time.perf_counter(), time.process_time()
+                handle = await DBOS.start_workflow_async(durable_run, spec)
+                result = await handle.get_result()
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                assert result.output == "done" and result.tool_calls == rounds
+                print(json.dumps({"wall": wall, "cpu": cpu}), flush=True)
 
         try:
-            times = asyncio.run(measure())
+            asyncio.run(serve())
         finally:
             stop_worker(runtime)
-    print(
-        json.dumps(
-            {
-                "framework": f"tether-dbos {version('tether-dbos')}",
-                "dbos": version("dbos"),
-                "seconds": statistics.median(times),
-            }
-        )
-    )
 
 
 # -- the driver -----------------------------------------------------------------------------
-def _side(command: list[str], url: str, rounds: int, repeats: int) -> dict[str, Any]:
-    done = subprocess.run(
-        [*command, url, str(rounds), str(repeats)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+class Side:
+    """One framework's child process, serving runs on request."""
+
+    def __init__(self, command: list[str], url: str, rounds: int) -> None:
+        self.process = subprocess.Popen(
+            [*command, url, str(rounds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        first = self._read()
+        self.name, self._last_dbos = first["framework"], first["dbos"]
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"a benchmark child exited ({self.process.wait(timeout=30)})")
+        self._last: dict[str, Any] = json.loads(line)
+        return self._last
+
+    def run(self) -> dict[str, float]:
+        assert self.process.stdin is not None
+        self.process.stdin.write("run\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
 
 
 def main() -> None:
@@ -107,45 +155,90 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peer-python", required=True, help="python with pydantic-ai[dbos]")
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
+    parser.add_argument("--runs", type=int, default=60, help="measured runs per side")
+    parser.add_argument("--warmup", type=int, default=5, help="unmeasured runs per side first")
     parser.add_argument("--tool-rounds", type=int, default=10, help="tool rounds per run")
-    parser.add_argument("--repeats", type=int, default=5, help="runs per side per round")
+    parser.add_argument(
+        "--single-statement-append",
+        action="store_true",
+        help="also run tether with the session store appending in one statement",
+    )
     args = parser.parse_args()
     steps = 2 * args.tool_rounds + 1
-    sides = {
+    commands = {
         "tether": [sys.executable, str(Path(__file__).resolve()), "--child"],
         "pydantic_ai": [args.peer_python, str(HERE / "durable_peer_pydantic_ai.py")],
     }
-    per_step: dict[str, list[float]] = {name: [] for name in sides}
-    names: dict[str, str] = {}
-    for index in range(args.rounds):
-        order = list(sides) if index % 2 == 0 else list(reversed(sides))
-        for name in order:
-            with temporary_database(prefix=f"peer_bench_{name}") as url:
-                out = _side(sides[name], url, args.tool_rounds, args.repeats)
-            names[name] = f"{out['framework']} (dbos {out['dbos']})"
-            per_step[name].append(out["seconds"] / steps * 1e3)
+    if args.single_statement_append:
+        commands["tether_single_statement_append"] = [
+            *commands["tether"],
+            "--single-statement-append",
+        ]
+    with contextlib.ExitStack() as stack:
+        sides: dict[str, Side] = {}
+        for key, command in commands.items():
+            url = stack.enter_context(temporary_database(prefix=f"peer_bench_{key}"))
+            sides[key] = Side(command, url, args.tool_rounds)
+            stack.callback(sides[key].close)
+        for _ in range(args.warmup):
+            for side in sides.values():
+                side.run()
+        wall: dict[str, list[float]] = {key: [] for key in sides}
+        cpu: dict[str, list[float]] = {key: [] for key in sides}
+        for index in range(args.runs):  # one run each in turn, so load changes hit both
+            order = list(sides) if index % 2 == 0 else list(reversed(sides))
+            for key in order:
+                out = sides[key].run()
+                wall[key].append(out["wall"] / steps * 1e3)
+                cpu[key].append(out["cpu"] / steps * 1e3)
+        names = {key: f"{side.name} (dbos {side._last_dbos})" for key, side in sides.items()}
+        if "tether_single_statement_append" in names:
+            names["tether_single_statement_append"] += ", single-statement append"
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    def quartiles(values: list[float]) -> list[float]:
+        q = statistics.quantiles(values, n=4)
+        return [q[0], q[2]]
+
+    result: dict[str, Any] = {
+        "steps_per_run": steps,
+        "runs_per_side": args.runs,
+        "frameworks": names,
+        "wall_ms_per_step_median": {k: median(v) for k, v in wall.items()},
+        "wall_ms_per_step_iqr": {k: quartiles(v) for k, v in wall.items()},
+        "cpu_ms_per_step_median": {k: median(v) for k, v in cpu.items()},
+    }
+    for key in sides:
+        if key != "pydantic_ai":
+            suffix = key.removeprefix("tether")
+            result[f"ratio_wall{suffix}_over_pydantic_ai"] = median(wall[key]) / median(
+                wall["pydantic_ai"]
+            )
+            result[f"ratio_cpu{suffix}_over_pydantic_ai"] = median(cpu[key]) / median(
+                cpu["pydantic_ai"]
+            )
+    for key in sides:
         log(
-            f"round {index + 1}: tether {per_step['tether'][-1]:.2f} ms/step, "
-            f"pydantic-ai {per_step['pydantic_ai'][-1]:.2f} ms/step"
+            f"{names[key]}: {median(wall[key]):.2f} ms/step wall "
+            f"(IQR {quartiles(wall[key])[0]:.2f}-{quartiles(wall[key])[1]:.2f}), "
+            f"{median(cpu[key]):.2f} ms/step CPU"
+            + (
+                ""
+                if key == "pydantic_ai"
+                else f"; x{median(wall[key]) / median(wall['pydantic_ai']):.2f} wall, "
+                f"x{median(cpu[key]) / median(cpu['pydantic_ai']):.2f} CPU of pydantic-ai's"
+            )
         )
-    ratios = [t / p for t, p in zip(per_step["tether"], per_step["pydantic_ai"], strict=True)]
-    print(
-        json.dumps(
-            {
-                "steps_per_run": steps,
-                "frameworks": names,
-                "ms_per_step": per_step,
-                "median_ms_per_step": {k: statistics.median(v) for k, v in per_step.items()},
-                "ratio_tether_over_pydantic_ai": ratios,
-                "median_ratio": statistics.median(ratios),
-            }
-        )
-    )
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        tether_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        if "--single-statement-append" in sys.argv:
+            sys.argv.remove("--single-statement-append")
+            use_single_statement_append()
+        tether_child(sys.argv[2], int(sys.argv[3]))
     else:
         main()

@@ -6,16 +6,16 @@ of the tool ``noop`` until the history holds ``rounds`` results, then ``done``. 
 is wrapped in ``DBOSAgent`` (each run is a DBOS workflow, each model request a step) and
 the tool is a DBOS step of its own (``@DBOS.step``), so a crash never repeats a finished
 model request or tool call: the guarantee tether's durable runs give. Prints one JSON
-line: the median seconds of ``repeats`` runs after a warm-up, and the package versions.
+line naming itself, then makes one run per line ``run`` read from stdin and prints its
+wall and CPU (all threads) seconds as a JSON line.
 
-Usage: ``python durable_peer_pydantic_ai.py URL ROUNDS REPEATS``
+Usage: ``python durable_peer_pydantic_ai.py URL ROUNDS``
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import sys
 import time
 import warnings
@@ -65,36 +65,29 @@ async def noop(i: int) -> str:
 
 
 def main() -> None:
-    url, rounds, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    url, rounds = sys.argv[1], int(sys.argv[2])
     agent = Agent(FunctionModel(scripted), name="bench", tools=[noop])
     durable = DBOSAgent(agent)
     DBOS(config={"name": "peer-bench", "system_database_url": url, "log_level": "WARNING"})
     DBOS.launch()
     prompt = f"rounds {rounds}"
 
-    async def once() -> float:
-        started = time.perf_counter()
-        result = await durable.run(prompt)
-        assert result.output == "done"
-        return time.perf_counter() - started
-
-    async def measure() -> list[float]:
-        await once()  # warm-up
-        return [await once() for _ in range(repeats)]
+    async def serve() -> None:
+        print(json.dumps({"framework": f"pydantic-ai {version('pydantic-ai-slim')} DBOSAgent",
+                          "dbos": version("dbos")}), flush=True)  # fmt: skip
+        for line in sys.stdin:
+            if line.strip() != "run":
+                break
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = await durable.run(prompt)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            assert result.output == "done"
+            print(json.dumps({"wall": wall, "cpu": cpu}), flush=True)
 
     try:
-        times = asyncio.run(measure())
+        asyncio.run(serve())
     finally:
         DBOS.destroy()
-    print(
-        json.dumps(
-            {
-                "framework": f"pydantic-ai {version('pydantic-ai-slim')} DBOSAgent",
-                "dbos": version("dbos"),
-                "seconds": statistics.median(times),
-            }
-        )
-    )
 
 
 if __name__ == "__main__":
