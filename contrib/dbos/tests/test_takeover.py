@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 import psycopg
+from dbos import DBOSClient
 
 from tether.result import Outcome
 from tether_dbos import DurableRuns
@@ -63,13 +64,15 @@ def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: An
     victim, slow_run = asyncio.run(scenario())
     assert deployment.workers[victim].poll() is not None  # still dead: nobody restarted it
 
+    client = DBOSClient(system_database_url=deployment.url)
+    try:
+        executors = {
+            w.workflow_id: w.executor_id
+            for w in client.list_workflows(name="tether.run", load_input=False, load_output=False)
+        }
+    finally:
+        client.destroy()
     with psycopg.connect(deployment.url) as conn:
-        executors = dict(
-            conn.execute(
-                "SELECT workflow_uuid, executor_id FROM dbos.workflow_status "
-                "WHERE name = 'tether.run'"
-            ).fetchall()
-        )
         taken_by = conn.execute(
             "SELECT taken_over_by FROM tether.tether_workers WHERE executor_id = %s", (victim,)
         ).fetchone()
