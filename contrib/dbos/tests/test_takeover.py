@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 import psycopg
+from dbos import DBOSClient
 
 from tether.result import Outcome
 from tether_dbos import DurableRuns
@@ -63,15 +64,17 @@ def test_survivors_take_over_the_runs_of_a_killed_worker(takeover_deployment: An
     victim, slow_run = asyncio.run(scenario())
     assert deployment.workers[victim].poll() is not None  # still dead: nobody restarted it
 
+    client = DBOSClient(system_database_url=deployment.url)
+    try:
+        executors = {
+            w.workflow_id: w.executor_id
+            for w in client.list_workflows(name="tether.run", load_input=False, load_output=False)
+        }
+    finally:
+        client.destroy()
     with psycopg.connect(deployment.url) as conn:
-        executors = dict(
-            conn.execute(
-                "SELECT workflow_uuid, executor_id FROM dbos.workflow_status "
-                "WHERE name = 'tether.run'"
-            ).fetchall()
-        )
         taken_by = conn.execute(
-            "SELECT taken_over_by FROM dbos.tether_workers WHERE executor_id = %s", (victim,)
+            "SELECT taken_over_by FROM tether.tether_workers WHERE executor_id = %s", (victim,)
         ).fetchone()
     assert taken_by is not None and taken_by[0] in {"w1", "w2", "w3"} - {victim}
     assert len(executors) == RUNS
@@ -108,14 +111,14 @@ def test_two_live_workers_never_recover_the_same_dead_peer() -> None:
 
         def heartbeat(name: str) -> Heartbeat:
             return Heartbeat(
-                url, schema="dbos", executor_id=name, takeover_after_s=60,
+                url, schema="tether", executor_id=name, takeover_after_s=60,
                 recover=recover_as(name),
             )  # fmt: skip
 
         def silence(name: str) -> None:  # its last heartbeat was an hour ago
             with psycopg.connect(url) as conn:
                 conn.execute(
-                    "UPDATE dbos.tether_workers SET heartbeat_at = now() - interval '1 hour' "
+                    "UPDATE tether.tether_workers SET heartbeat_at = now() - interval '1 hour' "
                     "WHERE executor_id = %s",
                     (name,),
                 )
@@ -145,7 +148,7 @@ def test_two_live_workers_never_recover_the_same_dead_peer() -> None:
             dead.register()  # the same id comes back: it beats again and can be taken over again
             with psycopg.connect(url) as conn:
                 row = conn.execute(
-                    "SELECT taken_over_by FROM dbos.tether_workers WHERE executor_id = 'dead'"
+                    "SELECT taken_over_by FROM tether.tether_workers WHERE executor_id = 'dead'"
                 ).fetchone()
             assert row == (None,)
             dead.stop(release=True)  # a clean stop: taken over at the next beat

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .engine import start_worker, stop_worker
     from .settings import DbosSettings, ProviderLimits
     from .spec import RunSpec
+    from .takeover import TakeoverError, WorkerStatus
 
 __all__ = [
     "DbosSettings",
@@ -26,6 +27,8 @@ __all__ = [
     "ProviderLimits",
     "RunHandle",
     "RunSpec",
+    "TakeoverError",
+    "WorkerStatus",
     "start_worker",
     "stop_worker",
 ]
@@ -38,6 +41,8 @@ _WHERE = {
     "DbosSettings": "settings",
     "ProviderLimits": "settings",
     "RunSpec": "spec",
+    "TakeoverError": "takeover",
+    "WorkerStatus": "takeover",
 }
 
 

@@ -64,8 +64,9 @@ class DurableProvider:
     marker, so a reader can tell when a step is executed a second time after a crash and
     drop the first attempt's deltas); those of the last 50 ms are recorded with the step
     and published with the next events (a quick request writes nothing itself). The
-    runner receives only the recorded :class:`~tether.provider.ModelResponse`. The session writes the step carries go on
-    while the request does (a request has no side effect; a refused write cancels it). A
+    runner receives only the recorded :class:`~tether.provider.ModelResponse`. The session writes the step carries start
+    with the request (a request has no side effect; a write refused meanwhile cancels it),
+    and the step does not wait for them: the next step does, before a tool acts. A
     failure is recorded too (tether errors pickle with their attributes), so a replay
     retries exactly as the first execution did.
     """
@@ -98,7 +99,7 @@ class DurableProvider:
         async for event in self.inner.stream(request):
             if isinstance(event, ModelResponse):
                 response = event
-            elif self.deltas and type(event) is not ToolCallReady:  # run events only
+            elif self.deltas and not isinstance(event, ToolCallReady):  # run events only
                 batch.append(event_to_dict(event))
                 if time.monotonic() - last >= _DELTA_BATCH_S:
                     await stream.write(batch)

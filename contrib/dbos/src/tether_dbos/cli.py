@@ -16,7 +16,7 @@ from tether.cli import pass_state
 if TYPE_CHECKING:
     from tether.cli import CliState
 
-__all__ = ["submit", "worker"]
+__all__ = ["submit", "worker", "workers"]
 
 
 @click.command("worker")
@@ -116,3 +116,65 @@ async def _submit(
             click.echo(
                 f"[{result.outcome}] {result.turns} turns, {result.tool_calls} tool calls", err=True
             )
+
+
+@click.command("workers")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per worker.")
+@pass_state
+def workers(state: CliState, as_json: bool) -> None:
+    """List the workers of the [durable] settings database and their state.
+
+    A worker is alive, stopped (cleanly; its runs are taken over at the peers' next
+    heartbeat), dead (silent for longer than takeover_after_s) or taken over. When live
+    workers could not take a dead one over, its line says why, and the command exits
+    with status 1.
+    """
+    from .settings import DbosSettings
+    from .takeover import worker_statuses
+
+    config = state.config()
+    settings = DbosSettings.from_config(config)
+    url = settings.system_database_url(config)
+    if not url.startswith("postgres"):
+        raise click.UsageError(
+            "Worker heartbeats need a PostgreSQL system database ([durable.settings] "
+            "database_url); with SQLite, workers share one machine and are not tracked."
+        )
+    statuses = worker_statuses(
+        url, schema=settings.tether_schema, takeover_after_s=settings.takeover_after_s
+    )
+    failing = [s for s in statuses if s.takeover_error is not None and s.state != "taken over"]
+    for status in statuses:
+        beat = (
+            "-"
+            if status.seconds_since_heartbeat is None
+            else f"{status.seconds_since_heartbeat:.1f} s ago"
+        )
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "executor_id": status.executor_id,
+                        "state": status.state,
+                        "seconds_since_heartbeat": status.seconds_since_heartbeat,
+                        "taken_over_by": status.taken_over_by,
+                        "takeover_error": status.takeover_error,
+                    }
+                )
+            )
+            continue
+        line = f"{status.executor_id}  {status.state}  last heartbeat {beat}"
+        if status.taken_over_by:
+            line += f"  taken over by {status.taken_over_by}"
+        if status.takeover_error and status.state != "taken over":
+            line += f"  TAKEOVER FAILING: {status.takeover_error}"
+        click.echo(line)
+    if not statuses and not as_json:
+        click.echo("no workers have run on this database", err=True)
+    if failing:
+        click.echo(
+            f"{len(failing)} dead worker(s) could not be taken over; their runs wait. Fix the "
+            "cause shown, or start a worker with the dead one's --id.",
+            err=True,
+        )
+        raise SystemExit(1)

@@ -16,6 +16,7 @@ from tether.sessions import validate_session_name
 from .journal import EVENTS
 from .settings import DbosSettings
 from .spec import RunSpec
+from .takeover import WorkerStatus, worker_statuses
 from .workflow import APPROVAL, END, REPLY, WORKFLOW
 
 __all__ = ["DurableRuns", "RunHandle"]
@@ -92,6 +93,21 @@ class DurableRuns:
         )
         return RunHandle(self, run_id)
 
+    async def workers(self) -> list[WorkerStatus]:
+        """Every worker that has run on this database, by id, as its heartbeat table
+        knows it: alive, stopped, dead or taken over, and why the last attempt to take a
+        dead one over failed, if it did (``takeover_error``). Empty on SQLite (no
+        heartbeats there)."""
+        url = self.settings.system_database_url(self.config)
+        if not url.startswith("postgres"):
+            return []
+        return await asyncio.to_thread(
+            worker_statuses,
+            url,
+            schema=self.settings.tether_schema,
+            takeover_after_s=self.settings.takeover_after_s,
+        )
+
     def handle(self, run_id: str) -> RunHandle:
         """The handle of a run submitted earlier (by this process or another)."""
         return RunHandle(self, run_id)
@@ -134,7 +150,7 @@ class RunHandle:
         :param idle_timeout_s: seconds to wait for each next event before raising
             ``TimeoutError`` (``None``: wait as long as the run lasts).
         """
-        from dbos._error import DBOSStreamTimeoutError
+        from dbos import error as dbos_error
 
         steps: set[int] = set()
         last_seq = 0
@@ -159,7 +175,7 @@ class RunHandle:
                         steps.add(step)
                         continue
                     yield value
-        except DBOSStreamTimeoutError as exc:
+        except dbos_error.DBOSStreamTimeoutError as exc:
             raise TimeoutError(
                 f"No event from run {self.run_id} within {idle_timeout_s} s."
             ) from exc
@@ -173,12 +189,12 @@ class RunHandle:
         :raises RunCancelled: the run was cancelled.
         :raises TetherError: what ended the run, e.g. ``SessionConflictError``.
         """
-        from dbos._error import DBOSAwaitedWorkflowCancelledError
+        from dbos import error as dbos_error
 
         handle: Any = await self.runs._client.retrieve_workflow_async(self.run_id)
         try:
             result: RunResult = await handle.get_result(polling_interval_sec=0.05)
-        except DBOSAwaitedWorkflowCancelledError as exc:
+        except dbos_error.DBOSAwaitedWorkflowCancelledError as exc:
             raise RunCancelled(f"Run {self.run_id} was cancelled.") from exc
         return result
 

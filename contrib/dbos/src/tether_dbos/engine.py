@@ -9,7 +9,6 @@ from typing import Any
 from dbos import DBOS, DBOSConfig
 
 from tether.config import Config
-from tether.errors import ConfigError
 
 from .runtime import WorkerRuntime, install
 from .settings import DbosSettings
@@ -22,6 +21,11 @@ __all__ = [
     "start_worker",
     "stop_worker",
 ]
+
+
+APPLICATION_VERSION = "tether-1"
+"""DBOS's application version of every worker: runs of one version are replayed by
+workers of the same version only."""
 
 
 def default_executor_id() -> str:
@@ -39,7 +43,7 @@ def dbos_config(config: Config, settings: DbosSettings, *, executor_id: str) -> 
         "executor_id": executor_id,
         "log_level": settings.log_level,
         "notification_listener_polling_interval_sec": min(settings.poll_interval_s, 1.0),
-        "application_version": "tether-1",
+        "application_version": APPLICATION_VERSION,
     }
     if url.startswith("postgres"):
         result["db_engine_kwargs"] = _engine_kwargs(settings)
@@ -88,7 +92,8 @@ def start_worker(
     if settings.takeover_after_s is not None and url.startswith("postgres"):
         runtime.heartbeat = Heartbeat(
             url,
-            schema=settings.schema_name,
+            schema=settings.tether_schema,
+            dbos_schema=settings.schema_name,
             executor_id=name,
             takeover_after_s=settings.takeover_after_s,
             recover=recover_runs_of,
@@ -107,18 +112,30 @@ def start_worker(
 
 
 def recover_runs_of(executor_id: str) -> int:
-    """Re-enqueue the unfinished runs of worker ``executor_id`` (a dead one) through
-    DBOS's workflow recovery for an executor (what a restarted worker runs for its own
-    id); how many runs were re-enqueued. Safe to repeat: only runs still pending under
-    that id move."""
-    recover = getattr(DBOS, "_recover_pending_workflows", None)
-    if recover is None:
-        raise ConfigError(
-            "This version of dbos has no workflow recovery for other executors; "
-            "set [durable.settings] takeover_after_s = false (restart dead workers "
-            "with the same --id instead)."
-        )
-    return len(recover([executor_id]))
+    """Send the unfinished runs of worker ``executor_id`` (a dead one) back to their
+    queues, where any worker resumes them from their last recorded step; how many.
+
+    DBOS's public workflow management does it: ``DBOS.list_workflows`` finds the runs
+    still ``PENDING`` under that executor id (of this application version), and
+    ``DBOS.resume_workflows`` puts them back on their own queue (their session partition
+    kept). Safe to repeat: a run a live worker has dequeued again is no longer pending
+    under the dead worker's id. Differences from DBOS's own recovery at startup (which is
+    internal API): the runs' recovery-attempt counters restart from zero, and a run
+    cancelled in the instant between the listing and the resume would be resumed.
+    """
+    pending = DBOS.list_workflows(
+        status="PENDING",
+        executor_id=executor_id,
+        app_version=APPLICATION_VERSION,
+        load_input=False,
+        load_output=False,
+    )
+    by_queue: dict[str | None, list[str]] = {}
+    for status in pending:
+        by_queue.setdefault(status.queue_name, []).append(status.workflow_id)
+    for queue, ids in by_queue.items():
+        DBOS.resume_workflows(ids, queue_name=queue)
+    return len(pending)
 
 
 def stop_worker(runtime: WorkerRuntime | None = None, *, timeout: float = 10.0) -> None:

@@ -8,7 +8,10 @@ waiting here was produced from checkpointed step results, so after a crash the r
 loop produces it again, and the step that writes it is re-executed.
 
 Every step reports how many session writes and events it wrote; that count is part of
-its recorded result, so a replay drops exactly what the first execution wrote. When a
+its recorded result, so a replay drops exactly what the first execution wrote. A model
+step does not wait for its session writes (a request has no side effect): they finish
+while DBOS records it and starts the next step, which waits for them before its work
+acts (a tool's side effect never happens after a refused write) and counts them. When a
 worker dies after a store commit but before DBOS recorded the step, the re-executed
 write finds its own message already stored and accepts it (the version check would
 otherwise refuse it). Events carry a sequence number, so a reader drops the copies a
@@ -79,6 +82,8 @@ class Journal:
         self._seq = 0
         self._oldest: float | None = None
         self._session_lock = asyncio.Lock()
+        self._writer: asyncio.Future[None] | None = None
+        self._written = 0
         self._events_lock = asyncio.Lock()
 
     # -- filled by the loop ---------------------------------------------------------------
@@ -114,8 +119,12 @@ class Journal:
         step's recorded result and joins the journal's events, so a replay puts them
         back. Session writes come first, before ``work`` acts (a tool's side effect must
         not happen after a refused write), unless ``session_alongside`` (a model request,
-        which has no side effect): then they go on while the work does, and a refused
-        write cancels it.
+        which has no side effect): then they start with the work, a write refused while
+        the work goes on cancels it, and the step ends when the work does, leaving the
+        writes still in flight to finish while DBOS records the step and starts the next
+        one, which waits for them before its own work acts. A step records how many
+        writes it saw done since the previous step's count (its own and those left in
+        flight before it), so a replay drops exactly those.
         """
         executed = False
 
@@ -143,9 +152,12 @@ class Journal:
         session_alongside: bool,
     ) -> StepOutcome:
         stream = StepStream(self)
-        written = [0]
         publishing = asyncio.ensure_future(stream.when_due() if work else stream.finish())
-        writing = asyncio.ensure_future(self._write_session(written)) if write_session else None
+        writing: asyncio.Future[None] | None = None
+        if write_session:
+            writing = asyncio.ensure_future(
+                self._start_writing() if session_alongside else self._write_all()
+            )
         doing: asyncio.Future[T] | None = None
         value: Any = None
         error: TetherError | None = None
@@ -155,21 +167,23 @@ class Journal:
             if work is not None:
                 doing = asyncio.ensure_future(work(stream))
                 if writing is not None and not writing.done():
-                    await asyncio.wait((doing, writing), return_when=asyncio.FIRST_EXCEPTION)
+                    await asyncio.wait((doing, writing), return_when=asyncio.FIRST_COMPLETED)
                     if writing.done() and writing.exception() is not None:
                         await writing  # a refused write: the work is cancelled below
                 value = await doing
-            if writing is not None:
+            elif writing is not None:
                 await writing
         except TetherError as exc:
             error = exc
         finally:
             if doing is not None and not doing.done():
                 doing.cancel()
-        if writing is not None:  # let a write in flight settle: it may commit
-            await asyncio.wait((writing,))
+        if writing is not None and (error is not None or not session_alongside):
+            await asyncio.wait((writing,))  # let a write in flight settle: it may commit
             if not writing.cancelled():
                 writing.exception()  # already raised, or superseded by the work's error
+        elif writing is not None:  # a model step's writes go on; the next step waits
+            writing.add_done_callback(_consume)
         if stream.claimed is None and work is not None:
             publishing.cancel()  # not due yet: the next step publishes them
         await asyncio.wait((publishing,))
@@ -177,14 +191,40 @@ class Journal:
         if failure is not None:
             raise failure  # the events it claimed were not written: the step fails
         value = value if error is None else None
-        return StepOutcome(value, error, written[0], stream.count, stream.deferred)
+        written = 0
+        if write_session:  # the writes done since the last step that counted them
+            written, self._written = self._written, 0
+        return StepOutcome(value, error, written, stream.count, stream.deferred)
 
-    async def _write_session(self, written: list[int]) -> None:
-        async with self._session_lock:  # parallel tool steps write the journal one at a time
+    def _writing(self) -> asyncio.Future[None]:
+        """The task writing the pending session writes in order, started if none is."""
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.ensure_future(self._write_session())
+            self._writer.add_done_callback(_consume)
+        return self._writer
+
+    async def _start_writing(self) -> None:
+        """Start the pending writes (a model step's) and return when the first fails (it
+        is raised) or when they are all done, whichever the step sees first: a model
+        step ends without waiting for them. They go on while DBOS records the step and
+        starts the next, which waits for them (:meth:`_write_all`) before its work acts
+        and counts them as its own (the count a step records is what it saw written, so
+        a replay drops exactly those)."""
+        await asyncio.shield(self._writing())
+
+    async def _write_all(self) -> None:
+        """Write every pending write, those a previous step left in flight first."""
+        while True:
+            await asyncio.shield(self._writing())
+            if not self._writes:
+                return
+
+    async def _write_session(self) -> None:
+        async with self._session_lock:  # one writer at a time, in order
             while self._writes:
                 await self._apply(self._writes[0])
                 del self._writes[0]
-                written[0] += 1
+                self._written += 1
 
     def _claim_events(self) -> list[dict[str, Any]]:
         batch = list(self._events)
@@ -273,6 +313,12 @@ class StepStream:
             return
         await asyncio.sleep(due)
         await self.finish()
+
+
+def _consume(future: asyncio.Future[None]) -> None:
+    """Retrieve a failed write's error: the step waiting for the write raises it."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _same(stored: str, ours: str) -> bool:

@@ -1,4 +1,4 @@
-"""The tether plugin of tether-dbos: the ``tether worker`` and ``tether submit`` commands."""
+"""The tether plugin of tether-dbos: the ``tether worker``, ``tether submit`` and ``tether workers`` commands."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from tether.registry import CommandRegistrar
 
 @hookimpl
 def register_commands(commands: CommandRegistrar) -> None:
-    from .cli import submit, worker
+    from .cli import submit, worker, workers
 
     commands.add(worker)
     commands.add(submit)
+    commands.add(workers)

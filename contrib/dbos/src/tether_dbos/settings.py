@@ -45,7 +45,8 @@ class DbosSettings(BaseModel):
     act once). ``takeover_after_s`` (PostgreSQL only): a worker whose heartbeat (written
     every sixth of it) stops for that long is declared dead and a live worker takes
     over its unfinished runs; ``false`` turns takeover off (a dead worker's runs then
-    wait for a worker with its ``--id``).
+    wait for a worker with its ``--id``). ``schema`` is DBOS's schema of the system
+    database; ``tether_schema`` is tether's own (its heartbeat table, ``tether_workers``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -53,6 +54,7 @@ class DbosSettings(BaseModel):
     database_url: str | None = None
     database_url_env: str = DEFAULT_URL_ENV
     schema_name: str = Field("dbos", alias="schema")
+    tether_schema: str = "tether"
     queue: str = DEFAULT_QUEUE
     worker_concurrency: int = Field(16, ge=1)
     poll_interval_s: float = Field(0.2, ge=0.01)
