@@ -35,7 +35,9 @@ Messages say what happened, what was expected and what to do about it.
     ├── SessionError
     │   ├── SessionLockedError
     │   ├── SessionConflictError
-    │   └── SessionBusyError
+    │   ├── SessionBusyError
+    │   └── SessionTimeoutError        (.store, .operation, .waited)
+    │       └── SessionDeadlineExceeded   (also a WallTimeExceeded)
     ├── MemoryBackendError
     │   └── MemoryWriteRejected
     ├── CompactionError
@@ -84,8 +86,10 @@ __all__ = [
     "ServerError",
     "SessionBusyError",
     "SessionConflictError",
+    "SessionDeadlineExceeded",
     "SessionError",
     "SessionLockedError",
+    "SessionTimeoutError",
     "TetherError",
     "TokenBudgetExceeded",
     "ToolDenied",
@@ -365,6 +369,23 @@ class SessionBusyError(SessionError):
     """Another run is using this session object right now; runs on one session take turns."""
 
 
+class SessionTimeoutError(SessionError):
+    """A session store did not answer within the time it was given (its own timeout, or
+    what was left of the run's wall time); whatever it was doing was abandoned.
+
+    ``store`` names the store (``"postgres"``), ``operation`` what waited (``"append"``,
+    ``"connect"``, ...), ``waited`` the seconds it was given.
+    """
+
+    def __init__(
+        self, message: str, *, store: str = "", operation: str = "", waited: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.store = store
+        self.operation = operation
+        self.waited = waited
+
+
 class MemoryBackendError(TetherError):
     """A knowledge-base or memory backend failed."""
 
@@ -397,6 +418,13 @@ class CostBudgetExceeded(LimitExceeded):
 
 
 class WallTimeExceeded(LimitExceeded):
+    limit = "wall_time"
+
+
+class SessionDeadlineExceeded(SessionTimeoutError, WallTimeExceeded):
+    """A session store was still waiting when the run's wall-time limit passed: a
+    :class:`SessionTimeoutError` that ends the run like any :class:`WallTimeExceeded`."""
+
     limit = "wall_time"
 
 
