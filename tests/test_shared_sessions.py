@@ -12,7 +12,7 @@ import pytest
 
 import tether
 from tether.config import parse_config
-from tether.errors import SessionConflictError
+from tether.errors import SessionLockedError
 from tether.messages import new_id
 from tether.sessions import close_session
 from tether.testing import Reply, ScriptedProvider, assert_invariant, call
@@ -71,7 +71,7 @@ async def test_a_named_session_continues_across_agents(store_config: dict[str, A
 
 
 @pytest.mark.parametrize("store_config", STORES, indirect=True)
-async def test_two_workers_on_one_conversation_never_interleave(
+async def test_a_second_worker_is_refused_before_it_writes_while_the_first_is_in_a_tool(
     store_config: dict[str, Any],
 ) -> None:
     name = f"conv-{new_id()[:8]}"
@@ -90,13 +90,10 @@ async def test_two_workers_on_one_conversation_never_interleave(
         return tether.Agent(ScriptedProvider(replies), tools=[slow_lookup], config=config)
 
     a, b = worker("a"), worker("b")
-    # Both workers load the conversation before either writes.
-    session_a = await a.open_session(name)
-    session_b = await b.open_session(name)
-    run_a = asyncio.create_task(a.run("question a", session=session_a))
+    run_a = asyncio.create_task(a.run("question a", session=name))
     await started.wait()  # a is in the middle of its run, inside a tool call
-    with pytest.raises(SessionConflictError):
-        await b.run("question b", session=session_b)
+    with pytest.raises(SessionLockedError):
+        await b.run("question b", session=name)
     release.set()
     result = await run_a
     assert result.output == "done a"
@@ -104,10 +101,13 @@ async def test_two_workers_on_one_conversation_never_interleave(
     reader = await a.open_session(name, read_only=True)
     texts = [m.text for m in reader.messages if m.role != "tool"]
     assert texts == ["question a", "", "done a"]  # nothing of b's
+    results = [r for m in reader.messages for r in m.tool_results]
+    assert [(r.is_error, r.text) for r in results] == [(False, "found a")]
     assert_invariant(reader.messages)
     await close_session(reader)
-    for session in (session_a, session_b):
-        await close_session(session)
+    # a's run is over: b's next run gets the session.
+    result = await b.run("question b", session=name)
+    assert result.output == "done b"
     await a.session_store().remove(name)
     await a.aclose()
     await b.aclose()

@@ -36,6 +36,7 @@ class TestJsonlStore(SessionStoreContract):
 
 class TestSqliteStore(SessionStoreContract):
     exclusive_open = True  # the writer lease
+
     @pytest.fixture
     def store_factory(self, tmp_path: Path) -> Callable[[], SqliteSessionStore]:
         return lambda: SqliteSessionStore(str(tmp_path / "sessions.sqlite3"))

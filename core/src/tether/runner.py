@@ -35,7 +35,7 @@ from .errors import (
     ProviderError,
     RefusalError,
     RunCancelled,
-    SessionConflictError,
+    SessionError,
     TetherError,
 )
 from .events import (
@@ -374,8 +374,9 @@ class Run(RunAccounts):
         if messages and messages[-1].role == "assistant":
             calls = messages[-1].tool_calls
             if calls:
-                # On a conflict another writer owns the history; its next load repairs it.
-                with contextlib.suppress(SessionConflictError):
+                # When the store refuses (another writer owns the history) or cannot be
+                # reached in time, the next writer's load repairs it.
+                with contextlib.suppress(SessionError):
                     await self._answer_unrun(calls, self._interrupt_reason())
 
     # -- compaction --------------------------------------------------------------------------------

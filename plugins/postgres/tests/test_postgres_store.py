@@ -22,6 +22,7 @@ def database() -> Iterator[str]:
 
 class TestPostgresStore(SessionStoreContract):
     exclusive_open = True  # the writer lease
+
     @pytest.fixture
     def store_factory(self, database: str) -> Callable[[], PostgresSessionStore]:
         return lambda: PostgresSessionStore(database, max_connections=4)

@@ -31,6 +31,7 @@ def prefix() -> Iterator[str]:
 
 class TestRedisStore(SessionStoreContract):
     exclusive_open = True  # the writer lease
+
     @pytest.fixture
     def store_factory(self, prefix: str) -> Callable[[], RedisSessionStore]:
         return lambda: RedisSessionStore(URL, prefix=prefix)

@@ -273,17 +273,14 @@ class SqliteSessionIO:
             return [
                 body
                 for (body,) in conn.execute(
-                    "SELECT body FROM tether_session_quarantine WHERE session = ? "
-                    "ORDER BY rowid",
+                    "SELECT body FROM tether_session_quarantine WHERE session = ? ORDER BY rowid",
                     (name,),
                 )
             ]
 
         return await self._run(work, "reading the quarantine")
 
-    def _bump(
-        self, conn: sqlite3.Connection, name: str, expected: int, writer: str | None
-    ) -> None:
+    def _bump(self, conn: sqlite3.Connection, name: str, expected: int, writer: str | None) -> None:
         updated = conn.execute(
             "UPDATE tether_sessions SET version = version + 1, updated_at = ? "
             "WHERE name = ? AND version = ? AND (? IS NULL OR lease_owner = ?)",

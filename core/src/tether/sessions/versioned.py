@@ -43,6 +43,7 @@ from typing import Protocol
 
 import pydantic
 
+from ..deadlines import deadline_scope
 from ..errors import SessionConflictError, SessionError, SessionLockedError
 from ..messages import Message, new_id
 from ..scrub import scrub
@@ -69,6 +70,9 @@ again after this long."""
 
 _PROCESS = f"{os.getpid()}-{new_id()[:10]}"
 """This process's part of every writer id it hands out."""
+
+_RELEASE_S = 0.5
+"""How long closing a session may wait to release its lease, deadline or not."""
 
 _LIVE_WRITERS: set[str] = set()
 """Writer ids of this process whose sessions are open: any other id of this process is
@@ -287,6 +291,16 @@ class StoredSession:
                 await self._heartbeat
         if self.writer is not None:
             _LIVE_WRITERS.discard(self.writer)
+            # A moment of its own, even after the run's deadline passed: a lease left behind
+            # would keep other processes out until it expires.
+            release = asyncio.get_running_loop().create_task(
+                self._release(), context=contextvars.Context()
+            )
+            await release
+
+    async def _release(self) -> None:
+        assert self.writer is not None
+        with deadline_scope(_RELEASE_S):
             try:
                 await self._io.release(self.name, self.writer)
             except SessionError as exc:
@@ -328,7 +342,9 @@ class VersionedStore:
 
     def __init__(self, io: SessionIO, *, lease_ttl_s: float = DEFAULT_LEASE_TTL_S) -> None:
         if not lease_ttl_s > 0:
-            raise SessionError(f"lease_ttl_s must be a positive number of seconds, not {lease_ttl_s!r}.")
+            raise SessionError(
+                f"lease_ttl_s must be a positive number of seconds, not {lease_ttl_s!r}."
+            )
         self.io = io
         self.lease_ttl_s = float(lease_ttl_s)
         self._writers = 0
@@ -389,6 +405,11 @@ class VersionedStore:
     async def exists(self, name: str) -> bool:
         return await self.io.load(validate_session_name(name)) is not None
 
+    async def quarantined(self, name: str) -> list[str]:
+        """The records of session ``name`` that did not parse and were moved aside when a
+        writer opened it, oldest first, exactly as they were stored."""
+        return await self.io.quarantined(validate_session_name(name))
+
     async def list(self) -> list[SessionSummary]:
         """Every stored session, most recently changed first."""
         summaries = await self.io.summaries()
@@ -396,11 +417,6 @@ class VersionedStore:
             key=lambda s: (s.modified or datetime.min.astimezone(), s.name), reverse=True
         )
         return summaries
-
-    async def quarantined(self, name: str) -> list[str]:
-        """The records of session ``name`` that did not parse and were moved aside when a
-        writer opened it, oldest first, exactly as they were stored."""
-        return await self.io.quarantined(validate_session_name(name))
 
     async def remove(self, name: str) -> None:
         """Delete session ``name``.
