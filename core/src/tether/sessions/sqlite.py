@@ -343,6 +343,7 @@ class SqliteSessionIO:
         def work(conn: sqlite3.Connection) -> bool:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("DELETE FROM tether_session_messages WHERE session = ?", (name,))
+            conn.execute("DELETE FROM tether_session_quarantine WHERE session = ?", (name,))
             deleted = conn.execute("DELETE FROM tether_sessions WHERE name = ?", (name,)).rowcount
             conn.execute("COMMIT")
             return bool(deleted)

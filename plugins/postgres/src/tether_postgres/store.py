@@ -478,7 +478,11 @@ class PostgresSessionIO:
     async def delete(self, name: str) -> bool:
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> bool:
             attempt.committing = True
-            cursor = await conn.execute(f"DELETE FROM {self.sessions} WHERE name = %s", (name,))
+            cursor = await conn.execute(
+                f"WITH gone AS (DELETE FROM {self.quarantine_table} WHERE session = %s) "
+                f"DELETE FROM {self.sessions} WHERE name = %s",
+                (name, name),
+            )
             return cursor.rowcount > 0
 
         return await self._op("deleting the session", work, idempotent=False)
