@@ -27,7 +27,13 @@ from typing import Any
 from .accounts import RunAccounts
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
-from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
+from .deadlines import (
+    check_retry_budget,
+    deadline_scope,
+    guarded_provider,
+    guarded_stream,
+    within_deadline,
+)
 from .early_dispatch import early_dispatch
 from .errors import (
     ContextOverflowError,
@@ -65,6 +71,10 @@ from .sessions import AnySession, append_message, one_run_at_a_time, replace_mes
 from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
+
+ANSWER_GRACE_S = 0.5
+"""How long a run that is ending (cancelled, failed) may wait on its session store to
+answer its open tool calls; past it, the next writer's load answers them."""
 
 
 class Run(RunAccounts):
@@ -375,8 +385,9 @@ class Run(RunAccounts):
             calls = messages[-1].tool_calls
             if calls:
                 # When the store refuses (another writer owns the history) or cannot be
-                # reached in time, the next writer's load repairs it.
-                with contextlib.suppress(SessionError):
+                # reached within a short grace (the run is ending), the next writer's load
+                # repairs it.
+                with contextlib.suppress(SessionError), deadline_scope(ANSWER_GRACE_S):
                     await self._answer_unrun(calls, self._interrupt_reason())
 
     # -- compaction --------------------------------------------------------------------------------
