@@ -5,7 +5,10 @@ SessionConflictError, nothing interleaves."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from tether.config import parse_config
 from tether.errors import SessionLockedError
 from tether.messages import new_id
 from tether.sessions import close_session
+from tether.sessions.repair import INTERRUPTED_ON_LOAD
 from tether.testing import Reply, ScriptedProvider, assert_invariant, call
 from tether_postgres.testing import temporary_database
 
@@ -111,3 +115,53 @@ async def test_a_second_worker_is_refused_before_it_writes_while_the_first_is_in
     await a.session_store().remove(name)
     await a.aclose()
     await b.aclose()
+
+
+WORKER = Path(__file__).with_name("session_worker.py")
+RUNS = 40
+
+
+@pytest.mark.parametrize("store_config", STORES, indirect=True)
+async def test_two_processes_sharing_a_session_never_break_each_others_runs(
+    store_config: dict[str, Any],
+) -> None:
+    """Two worker processes, 40 runs each, on one session: every run completes or is
+    refused before it writes; no run is broken, no call answered for a live worker.
+    Worker "a" is refused while "b" has the session; "b" queues for it
+    (``lease_wait_s``), so all of b's runs complete."""
+    name = f"shared-{new_id()[:8]}"
+    queueing = {**store_config, "settings": {**store_config["settings"], "lease_wait_s": 15}}
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), json.dumps(config), name, label, str(RUNS),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for label, config in (("a", store_config), ("b", queueing))
+    ]  # fmt: skip
+    reports = []
+    for worker in workers:
+        out, err = await asyncio.wait_for(worker.communicate(), timeout=120)
+        assert worker.returncode == 0, err.decode()
+        reports.append(json.loads(out.decode().strip().splitlines()[-1]))
+    completed = [prompt for report in reports for prompt in report["completed"]]
+    assert [report["other"] for report in reports] == [[], []]  # completed or refused, only
+    assert len(completed) + sum(report["refused"] for report in reports) == 2 * RUNS
+    assert reports[1]["refused"] == 0 and len(reports[1]["completed"]) == RUNS
+
+    agent = _agent(store_config, [])
+    reader = await agent.open_session(name, read_only=True)
+    history = list(reader.messages)
+    await close_session(reader)
+    assert_invariant(history)
+    # Exactly the completed runs are in the history, each whole: the prompt, the call,
+    # its real result, the answer. A refused run left nothing behind.
+    prompts = [m.text for m in history if m.role == "user"]
+    assert sorted(prompts) == sorted(completed)
+    results = [r for m in history for r in m.tool_results]
+    assert len(results) == len(completed)
+    assert all(not r.is_error and r.text.startswith("worked on") for r in results)
+    assert INTERRUPTED_ON_LOAD not in json.dumps([m.to_json() for m in history])
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * len(completed)
+    await agent.session_store().remove(name)
+    await agent.aclose()

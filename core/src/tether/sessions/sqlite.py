@@ -376,6 +376,7 @@ class SqliteSessionStore(VersionedStore):
         busy_timeout: float = 30.0,
         synchronous: str = "full",
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        lease_wait_s: float = 0.0,
     ) -> None:
         if path is None:
             if data_dir is None:
@@ -388,6 +389,7 @@ class SqliteSessionStore(VersionedStore):
         super().__init__(
             SqliteSessionIO(file, busy_timeout=busy_timeout, synchronous=synchronous),
             lease_ttl_s=lease_ttl_s,
+            lease_wait_s=lease_wait_s,
         )
 
     def __repr__(self) -> str:

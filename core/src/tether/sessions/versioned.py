@@ -43,8 +43,8 @@ from typing import Protocol
 
 import pydantic
 
-from ..deadlines import deadline_scope
-from ..errors import SessionConflictError, SessionError, SessionLockedError
+from ..deadlines import deadline_scope, run_deadline
+from ..errors import ConfigError, SessionConflictError, SessionError, SessionLockedError
 from ..messages import Message, new_id
 from ..scrub import scrub
 from .repair import RepairReport, repair_messages
@@ -73,6 +73,10 @@ _PROCESS = f"{os.getpid()}-{new_id()[:10]}"
 
 _RELEASE_S = 0.5
 """How long closing a session may wait to release its lease, deadline or not."""
+
+_FIRST_PAUSE_S = 0.005
+_LAST_PAUSE_S = 0.1
+"""Pauses between tries of a writer waiting for a lease (doubling from the first)."""
 
 _LIVE_WRITERS: set[str] = set()
 """Writer ids of this process whose sessions are open: any other id of this process is
@@ -336,17 +340,23 @@ class VersionedStore:
     Names follow :func:`~tether.sessions.store.validate_session_name`.
 
     :param lease_ttl_s: how long a writer's lease lasts without renewal.
+    :param lease_wait_s: how long ``open`` waits for another live writer to finish before
+        refusing (never past the run's deadline); 0 (the default) refuses at once.
     """
 
     kind = "versioned"
 
-    def __init__(self, io: SessionIO, *, lease_ttl_s: float = DEFAULT_LEASE_TTL_S) -> None:
-        if not lease_ttl_s > 0:
-            raise SessionError(
-                f"lease_ttl_s must be a positive number of seconds, not {lease_ttl_s!r}."
+    def __init__(
+        self, io: SessionIO, *, lease_ttl_s: float = DEFAULT_LEASE_TTL_S, lease_wait_s: float = 0.0
+    ) -> None:
+        if not lease_ttl_s > 0 or not lease_wait_s >= 0:
+            raise ConfigError(
+                "[sessions] settings.lease_ttl_s must be positive and lease_wait_s at least 0 "
+                f"(seconds), got {lease_ttl_s!r} and {lease_wait_s!r}."
             )
         self.io = io
         self.lease_ttl_s = float(lease_ttl_s)
+        self.lease_wait_s = float(lease_wait_s)
         self._writers = 0
 
     async def open(self, name: str, *, read_only: bool = False) -> StoredSession:
@@ -355,7 +365,8 @@ class VersionedStore:
         A writer first claims the session's lease (see the module docstring).
 
         :raises SessionError: invalid name, or ``read_only`` and no such session.
-        :raises SessionLockedError: another live writer has the session open.
+        :raises SessionLockedError: another live writer has the session open (and did not
+            close it within ``lease_wait_s``).
         :raises SessionTimeoutError: the store did not answer in time.
         """
         validate_session_name(name)
@@ -393,14 +404,26 @@ class VersionedStore:
         )  # fmt: skip
 
     async def _claim(self, name: str, writer: str) -> StoredRecord:
-        claimed = await self.io.claim(name, writer, self.lease_ttl_s, new_id(), time.time())
-        if isinstance(claimed, Lease) and _known_dead(claimed.writer):
-            claimed = await self.io.claim(
-                name, writer, self.lease_ttl_s, new_id(), time.time(), replacing=claimed.writer
-            )
-        if isinstance(claimed, Lease):
-            raise locked(name, self.kind, claimed)
-        return claimed
+        """Take the lease, waiting up to ``lease_wait_s`` (and the run's deadline) for a
+        live writer to finish."""
+        until = time.monotonic() + self.lease_wait_s
+        deadline = run_deadline()
+        if deadline is not None:
+            until = min(until, deadline)
+        pause = _FIRST_PAUSE_S
+        while True:
+            claimed = await self.io.claim(name, writer, self.lease_ttl_s, new_id(), time.time())
+            if isinstance(claimed, Lease) and _known_dead(claimed.writer):
+                claimed = await self.io.claim(
+                    name, writer, self.lease_ttl_s, new_id(), time.time(), replacing=claimed.writer
+                )
+            if not isinstance(claimed, Lease):
+                return claimed
+            left = until - time.monotonic()
+            if left <= 0:
+                raise locked(name, self.kind, claimed)
+            await asyncio.sleep(min(pause, left, max(claimed.expires_in, 0.0) + 0.001))
+            pause = min(pause * 2, _LAST_PAUSE_S)
 
     async def exists(self, name: str) -> bool:
         return await self.io.load(validate_session_name(name)) is not None

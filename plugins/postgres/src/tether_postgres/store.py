@@ -509,6 +509,7 @@ class PostgresSessionStore(VersionedStore):
         timeout_s: float = 30.0,
         connect_timeout_s: float = 10.0,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        lease_wait_s: float = 0.0,
         data_dir: str | None = None,
     ) -> None:
         super().__init__(
@@ -521,6 +522,7 @@ class PostgresSessionStore(VersionedStore):
                 connect_timeout_s=connect_timeout_s,
             ),
             lease_ttl_s=lease_ttl_s,
+            lease_wait_s=lease_wait_s,
         )
 
     def __repr__(self) -> str:

@@ -381,6 +381,7 @@ class RedisSessionStore(VersionedStore):
         timeout_s: float = 30.0,
         connect_timeout_s: float = 10.0,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        lease_wait_s: float = 0.0,
         data_dir: str | None = None,
     ) -> None:
         resolved = url or os.environ.get(url_env or DEFAULT_URL_ENV) or DEFAULT_URL
@@ -389,6 +390,7 @@ class RedisSessionStore(VersionedStore):
                 resolved, prefix=prefix, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s
             ),
             lease_ttl_s=lease_ttl_s,
+            lease_wait_s=lease_wait_s,
         )
 
     def __repr__(self) -> str:
