@@ -27,13 +27,7 @@ from typing import Any
 from .accounts import RunAccounts
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
-from .deadlines import (
-    check_retry_budget,
-    deadline_scope,
-    guarded_provider,
-    guarded_stream,
-    within_deadline,
-)
+from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
 from .early_dispatch import early_dispatch
 from .errors import (
     ContextOverflowError,
@@ -68,13 +62,10 @@ from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
+from .sessions.waits import ending_grace
 from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
-
-ANSWER_GRACE_S = 0.5
-"""How long a run that is ending (cancelled, failed) may wait on its session store to
-answer its open tool calls; past it, the next writer's load answers them."""
 
 
 class Run(RunAccounts):
@@ -387,7 +378,7 @@ class Run(RunAccounts):
                 # When the store refuses (another writer owns the history) or cannot be
                 # reached within a short grace (the run is ending), the next writer's load
                 # repairs it.
-                with contextlib.suppress(SessionError), deadline_scope(ANSWER_GRACE_S):
+                with contextlib.suppress(SessionError), ending_grace():
                     await self._answer_unrun(calls, self._interrupt_reason())
 
     # -- compaction --------------------------------------------------------------------------------

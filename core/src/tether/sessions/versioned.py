@@ -49,6 +49,7 @@ from ..messages import Message, new_id
 from ..scrub import scrub
 from .repair import RepairReport, repair_messages
 from .store import validate_session_name
+from .waits import ENDING_GRACE_S
 
 __all__ = [
     "DEFAULT_LEASE_TTL_S",
@@ -70,9 +71,6 @@ again after this long."""
 
 _PROCESS = f"{os.getpid()}-{new_id()[:10]}"
 """This process's part of every writer id it hands out."""
-
-_RELEASE_S = 0.5
-"""How long closing a session may wait to release its lease, deadline or not."""
 
 _FIRST_PAUSE_S = 0.005
 _LAST_PAUSE_S = 0.1
@@ -304,7 +302,7 @@ class StoredSession:
 
     async def _release(self) -> None:
         assert self.writer is not None
-        with deadline_scope(_RELEASE_S):
+        with deadline_scope(ENDING_GRACE_S):
             try:
                 await self._io.release(self.name, self.writer)
             except SessionError as exc:

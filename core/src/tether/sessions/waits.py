@@ -19,12 +19,16 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..deadlines import run_deadline
+from ..deadlines import deadline_scope, run_deadline
 from ..errors import SessionDeadlineExceeded, SessionTimeoutError
 
-__all__ = ["WaitBudget", "bounded", "wait_budget"]
+__all__ = ["ENDING_GRACE_S", "WaitBudget", "bounded", "ending_grace", "wait_budget"]
 
 T = TypeVar("T")
+
+ENDING_GRACE_S = 0.5
+"""How long a run that is ending (cancelled, failed, out of time) may still wait on its
+session store, to answer its open tool calls or release its lease."""
 
 _CLEANUP_S = 0.5
 """How long an abandoned operation may take to unwind after its connection was dropped."""
@@ -56,6 +60,12 @@ class WaitBudget:
             operation=operation,
             waited=self.seconds,
         )
+
+
+def ending_grace() -> contextlib.AbstractContextManager[float | None]:
+    """Within the block, store waits end :data:`ENDING_GRACE_S` from now (or by the run's
+    deadline, if that is earlier): for the last writes of a run that is ending."""
+    return deadline_scope(ENDING_GRACE_S)
 
 
 def wait_budget(timeout_s: float) -> WaitBudget:
