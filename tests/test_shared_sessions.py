@@ -165,3 +165,60 @@ async def test_two_processes_sharing_a_session_never_break_each_others_runs(
     assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * len(completed)
     await agent.session_store().remove(name)
     await agent.aclose()
+
+
+_DIES_IN_A_TOOL_CALL = """
+import asyncio, json, os, sys
+import tether
+from tether.config import parse_config
+from tether.messages import Message, TextBlock, ToolCallBlock
+from tether.testing import ScriptedProvider
+
+async def main():
+    config = parse_config({"sessions": json.loads(sys.argv[1])})
+    store = tether.Agent(ScriptedProvider([]), config=config).session_store()
+    session = await store.open(sys.argv[2])
+    await session.append(Message.user("look it up"))
+    await session.append(Message(role="assistant", content=[
+        TextBlock(text="Looking."), ToolCallBlock(id="c1", name="lookup", arguments={})]))
+    print("in the tool call", flush=True)
+    os._exit(0)  # dies mid-call: no result, no release
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("store_config", STORES, indirect=True)
+async def test_a_live_writers_lease_holds_past_its_ttl_and_a_dead_ones_expires(
+    store_config: dict[str, Any],
+) -> None:
+    """A writer alive past lease_ttl_s keeps the session (its lease is renewed); the call
+    in flight of a writer that died is answered, once its lease has expired."""
+    name = f"lease-{new_id()[:8]}"
+    short = {**store_config, "settings": {**store_config["settings"], "lease_ttl_s": 0.6}}
+    agent = _agent(short, [])
+    store = agent.session_store()
+    live = await store.open(name)
+    await asyncio.sleep(1.5)  # well past the ttl: only renewal keeps the lease
+    with pytest.raises(SessionLockedError):
+        await store.open(name)
+    await close_session(live)
+
+    dying = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _DIES_IN_A_TOOL_CALL, json.dumps(short), name,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(dying.communicate(), timeout=60)
+    assert b"in the tool call" in out, err.decode()
+    waiting = _agent(
+        {**short, "settings": {**short["settings"], "lease_wait_s": 10}}, []
+    ).session_store()
+    session = await waiting.open(name)  # waits for the dead writer's lease to expire
+    results = session.messages[-1].tool_results
+    assert [(r.call_id, r.is_error) for r in results] == [("c1", True)]
+    assert INTERRUPTED_ON_LOAD in results[0].text
+    assert_invariant(session.messages)
+    await close_session(session)
+    await waiting.aclose()
+    await store.remove(name)
+    await agent.aclose()

@@ -82,3 +82,42 @@ def test_unknown_keys_in_the_sessions_section_are_refused() -> None:
 def test_a_bad_sqlite_setting_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="synchronous"):
         SqliteSessionStore(str(tmp_path / "s.db"), synchronous="sometimes")
+
+
+def test_a_hard_linked_jsonl_session_is_refused_for_writing(tmp_path: Path) -> None:
+    from tether.errors import SessionError
+    from tether.messages import Message
+    from tether.sessions import JsonlSession
+
+    original = tmp_path / "a.jsonl"
+    with JsonlSession(original) as session:
+        session.append(Message.user("hello"))
+    other = tmp_path / "b.jsonl"
+    other.hardlink_to(original)  # another name: another lock file, so another writer
+    for path in (original, other):
+        with pytest.raises(SessionError, match="hard link"):
+            JsonlSession(path)
+    with JsonlSession(other, read_only=True) as reader:  # reading is harmless
+        assert [m.text for m in reader.messages] == ["hello"]
+    other.unlink()
+    with JsonlSession(original) as session:  # one name again: writable
+        session.append(Message.user("again"))
+
+
+def test_a_hard_linked_sqlite_session_database_is_refused(tmp_path: Path) -> None:
+    import asyncio
+
+    from tether.errors import SessionError
+
+    async def main() -> None:
+        path = tmp_path / "sessions.sqlite3"
+        store = SqliteSessionStore(str(path))
+        await (await store.open("one")).aclose()
+        await store.aclose()
+        (tmp_path / "copy.sqlite3").hardlink_to(path)
+        linked = SqliteSessionStore(str(path))
+        with pytest.raises(SessionError, match="hard link"):
+            await linked.open("one")
+        await linked.aclose()
+
+    asyncio.run(main())
