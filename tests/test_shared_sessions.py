@@ -195,11 +195,11 @@ async def test_a_live_writers_lease_holds_past_its_ttl_and_a_dead_ones_expires(
     """A writer alive past lease_ttl_s keeps the session (its lease is renewed); the call
     in flight of a writer that died is answered, once its lease has expired."""
     name = f"lease-{new_id()[:8]}"
-    short = {**store_config, "settings": {**store_config["settings"], "lease_ttl_s": 0.6}}
+    short = {**store_config, "settings": {**store_config["settings"], "lease_ttl_s": 0.4}}
     agent = _agent(short, [])
     store = agent.session_store()
     live = await store.open(name)
-    await asyncio.sleep(1.5)  # well past the ttl: only renewal keeps the lease
+    await asyncio.sleep(1.0)  # well past the ttl: only renewal keeps the lease
     with pytest.raises(SessionLockedError):
         await store.open(name)
     await close_session(live)

@@ -22,7 +22,7 @@ from tether.testing import Reply, ScriptedProvider, assert_invariant, call
 from tether.testing.fault_proxy import FaultProxy
 from tether_postgres.testing import temporary_database
 
-WALL = 2.0
+WALL = 1.5
 """The runs' wall-time limit: each must end by WALL + 1 s, whatever the store does."""
 ENDED_BY = WALL + 1.0
 
