@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tether.config import parse_config
 from tether.errors import ConfigError
@@ -121,3 +123,49 @@ def test_a_hard_linked_sqlite_session_database_is_refused(tmp_path: Path) -> Non
         await linked.aclose()
 
     asyncio.run(main())
+
+
+_GARBAGE = st.text(min_size=0, max_size=40).filter(lambda text: not _parses(text))
+
+
+def _parses(text: str) -> bool:
+    from tether.messages import Message
+
+    try:
+        Message.model_validate_json(text)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 999), _GARBAGE), max_size=8))
+def test_records_that_do_not_parse_are_moved_to_the_quarantine_byte_for_byte(
+    records: list[int | str],
+) -> None:
+    """Whatever damaged records sit among good ones: a writer's open keeps the good ones
+    in order and moves every damaged one, exactly as stored, to the quarantine."""
+    import asyncio
+    import tempfile
+
+    from tether.messages import Message
+
+    lines = [Message.user(f"m{r}").to_json() if isinstance(r, int) else r for r in records]
+
+    async def main(path: str) -> None:
+        store = SqliteSessionStore(path)
+        await (await store.open("s")).aclose()
+        with sqlite3.connect(path) as conn:
+            conn.executemany(
+                "INSERT INTO tether_session_messages VALUES ('s', ?, ?)", enumerate(lines)
+            )
+        session = await store.open("s")
+        assert [m.text for m in session.messages] == [
+            f"m{r}" for r in records if isinstance(r, int)
+        ]
+        assert await store.quarantined("s") == [r for r in records if isinstance(r, str)]
+        await session.aclose()
+        await store.aclose()
+
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(main(f"{directory}/sessions.sqlite3"))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import logging
 import os
 import time
@@ -75,6 +76,9 @@ _PROCESS = f"{os.getpid()}-{new_id()[:10]}"
 _FIRST_PAUSE_S = 0.005
 _LAST_PAUSE_S = 0.1
 """Pauses between tries of a writer waiting for a lease (doubling from the first)."""
+
+_WRITER_NUMBERS = itertools.count(1)
+"""Numbers the writers of this process: a writer id is never handed out twice."""
 
 _LIVE_WRITERS: set[str] = set()
 """Writer ids of this process whose sessions are open: any other id of this process is
@@ -355,7 +359,6 @@ class VersionedStore:
         self.io = io
         self.lease_ttl_s = float(lease_ttl_s)
         self.lease_wait_s = float(lease_wait_s)
-        self._writers = 0
 
     async def open(self, name: str, *, read_only: bool = False) -> StoredSession:
         """Load session ``name`` (creating it unless ``read_only``), repaired.
@@ -374,8 +377,7 @@ class VersionedStore:
                 raise SessionError(f"No session named {name!r} in the {self.kind} store.")
             messages, report, _ = parse_lines(found.lines)
             return StoredSession(self.io, name, found, messages, report, read_only=True)
-        self._writers += 1
-        writer = f"{_PROCESS}-{id(self):x}-{self._writers}"
+        writer = f"{_PROCESS}-{next(_WRITER_NUMBERS)}"
         record = await self._claim(name, writer)
         try:
             messages, report, damaged = parse_lines(record.lines)
