@@ -219,3 +219,36 @@ async def test_the_first_run_after_a_server_restart_succeeds(
     assert [m.text for m in history if m.role == "user"] == ["before", "after"]
     assert_invariant(history)
     await agent.aclose()
+
+
+async def test_a_sqlite_write_lock_held_by_another_process_ends_the_run_by_its_deadline(
+    tmp_path: Any,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "sessions.sqlite3"
+    sessions = {"store": "sqlite", "settings": {"path": str(path)}}
+    holder: list[sqlite3.Connection] = []
+
+    @tether.tool
+    def work(q: str) -> str:
+        """Do the work."""
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("BEGIN IMMEDIATE")  # the file's write lock, held from now on
+        holder.append(conn)
+        return "worked"
+
+    agent = _agent(sessions, [work])
+    name = f"locked-{new_id()[:8]}"
+    try:
+        error, elapsed = await _ending(agent, name)
+        assert isinstance(error, SessionTimeoutError), error
+        assert elapsed < ENDED_BY, f"the run took {elapsed:.1f} s with wall_time_s = {WALL}"
+    finally:
+        for conn in holder:
+            conn.rollback()
+            conn.close()
+    error, _ = await _ending(agent, name)  # the lock is gone; the dead run's call answered
+    assert error is None
+    assert_invariant(await _history(agent, name))
+    await agent.aclose()
