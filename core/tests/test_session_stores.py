@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.config import parse_config
-from tether.errors import ConfigError
+from tether.errors import ConfigError, SessionLockedError
+from tether.messages import Message
 from tether.plugins import PluginManager
 from tether.sessions import (
     JsonlBackend,
@@ -169,3 +170,34 @@ def test_records_that_do_not_parse_are_moved_to_the_quarantine_byte_for_byte(
 
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(main(f"{directory}/sessions.sqlite3"))
+
+
+def test_a_session_database_from_before_leases_is_extended_and_keeps_its_sessions(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    path = tmp_path / "sessions.sqlite3"
+    with sqlite3.connect(path) as conn:  # the schema as it was before writer leases
+        conn.executescript(
+            "CREATE TABLE tether_sessions (name TEXT PRIMARY KEY, id TEXT NOT NULL, "
+            "created_at REAL NOT NULL, updated_at REAL NOT NULL, version INTEGER NOT NULL);"
+            "CREATE TABLE tether_session_messages (session TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "body TEXT NOT NULL, PRIMARY KEY (session, seq)) WITHOUT ROWID;"
+            "INSERT INTO tether_sessions VALUES ('old', 'id-1', 1.0, 1.0, 1);"
+        )
+        conn.execute(
+            "INSERT INTO tether_session_messages VALUES ('old', 0, ?)",
+            (Message.user("from before").to_json(),),
+        )
+
+    async def main() -> None:
+        store = SqliteSessionStore(str(path))
+        session = await store.open("old")
+        assert [m.text for m in session.messages] == ["from before"]
+        with pytest.raises(SessionLockedError):
+            await store.open("old")  # the lease works on the extended table
+        await session.aclose()
+        await store.aclose()
+
+    asyncio.run(main())

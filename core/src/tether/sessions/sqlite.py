@@ -88,26 +88,33 @@ class SqliteSessionIO:
         self._lock = threading.Lock()
 
     # -- plumbing -------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         if self._conn is None:
             _refuse_links(self.path)
+            conn: sqlite3.Connection | None = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(
                     self.path,
-                    timeout=self.busy_timeout,
+                    timeout=max(busy_timeout, 0.001),
                     isolation_level=None,
                     check_same_thread=False,
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
                 conn.execute("PRAGMA foreign_keys=ON")
-                conn.executescript(_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")  # one process at a time creates or extends
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
                 columns = {row[1] for row in conn.execute("PRAGMA table_info(tether_sessions)")}
                 for column, kind in _LEASE_COLUMNS:
                     if column not in columns:
                         conn.execute(f"ALTER TABLE tether_sessions ADD COLUMN {column} {kind}")
+                conn.execute("COMMIT")
             except (sqlite3.Error, OSError) as exc:
+                if conn is not None:
+                    conn.close()
                 raise SessionError(f"Cannot open the session database {self.path}: {exc}.") from exc
             self._conn = conn
         return self._conn
@@ -120,7 +127,7 @@ class SqliteSessionIO:
             if not self._lock.acquire(timeout=max(budget.seconds, 0.001)):
                 raise budget.error("sqlite", what)
             try:
-                conn = self._connect()
+                conn = self._connect(budget.seconds - (time.monotonic() - started))
                 left = budget.seconds - (time.monotonic() - started)
                 if left <= 0:
                     raise budget.error("sqlite", what)

@@ -48,6 +48,7 @@ class FaultProxy:
         self._server: asyncio.Server | None = None
         self._flowing: asyncio.Event | None = None
         self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
 
     # -- control (any thread) ---------------------------------------------------------------
     def start(self) -> FaultProxy:
@@ -117,6 +118,10 @@ class FaultProxy:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
@@ -155,3 +160,8 @@ class FaultProxy:
             await self._server.wait_closed()
         assert self._flowing is not None
         self._flowing.set()
+        handlers = set(self._handlers)
+        for handler in handlers:
+            handler.cancel()
+        if handlers:
+            await asyncio.wait(handlers, timeout=5)
