@@ -47,8 +47,10 @@ if TYPE_CHECKING:
     from .errors import ServerError as ServerError
     from .errors import SessionBusyError as SessionBusyError
     from .errors import SessionConflictError as SessionConflictError
+    from .errors import SessionDeadlineExceeded as SessionDeadlineExceeded
     from .errors import SessionError as SessionError
     from .errors import SessionLockedError as SessionLockedError
+    from .errors import SessionTimeoutError as SessionTimeoutError
     from .errors import TetherError as TetherError
     from .errors import TokenBudgetExceeded as TokenBudgetExceeded
     from .errors import ToolDenied as ToolDenied
@@ -186,8 +188,10 @@ _LAZY = {
     "ServerError": "errors",
     "SessionBusyError": "errors",
     "SessionConflictError": "errors",
+    "SessionDeadlineExceeded": "errors",
     "SessionError": "errors",
     "SessionLockedError": "errors",
+    "SessionTimeoutError": "errors",
     "SessionRepaired": "events",
     "SessionStoreRegistrar": "registry",
     "SkillRegistrar": "registry",
@@ -310,10 +314,12 @@ __all__ = [
     "ServerError",
     "SessionBusyError",
     "SessionConflictError",
+    "SessionDeadlineExceeded",
     "SessionError",
     "SessionLockedError",
     "SessionRepaired",
     "SessionStoreRegistrar",
+    "SessionTimeoutError",
     "SkillRegistrar",
     "StepEnd",
     "StepStart",

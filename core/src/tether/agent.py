@@ -16,6 +16,7 @@ from .boundary import RunBoundary
 from .cancel import CancelToken
 from .compaction import CompactionStrategy
 from .config import Config, LimitsConfig, load_config
+from .deadlines import deadline_scope
 from .depth import check_run_depth
 from .errors import ConfigError, TetherError
 from .events import Compaction, Done, RunEvent
@@ -210,31 +211,33 @@ class Agent:
                 limits=limits if limits is not None else settings.limits,
                 output=settings.output if output is False else output,
             )
-        owned = isinstance(session, str)
-        if isinstance(session, str):
-            target: AnySession = await self.open_session(session)
-        elif session is not None:
-            target = session
-        else:
-            target = await self._agent_session()
-        try:
-            if self.memory is not None:
-                settings = self._with_memory(settings, target)
-            run = Run(
-                settings,
-                target,
-                prompt,
-                cancel=cancel,
-                deps=deps if deps is not None else self.deps,
-                repair_report=self._repair_to_announce(target),
-                resume=resume,
-            )
-            async with contextlib.aclosing(run.events()) as events:
-                async for event in events:
-                    yield event
-        finally:
-            if owned:
-                await close_session(target)
+        # Every store wait of the run, opening its session included, ends by its deadline.
+        with deadline_scope(settings.limits.wall_time_s):
+            owned = isinstance(session, str)
+            if isinstance(session, str):
+                target: AnySession = await self.open_session(session)
+            elif session is not None:
+                target = session
+            else:
+                target = await self._agent_session()
+            try:
+                if self.memory is not None:
+                    settings = self._with_memory(settings, target)
+                run = Run(
+                    settings,
+                    target,
+                    prompt,
+                    cancel=cancel,
+                    deps=deps if deps is not None else self.deps,
+                    repair_report=self._repair_to_announce(target),
+                    resume=resume,
+                )
+                async with contextlib.aclosing(run.events()) as events:
+                    async for event in events:
+                        yield event
+            finally:
+                if owned:
+                    await close_session(target)
 
     async def resume_stream(
         self,

@@ -15,6 +15,11 @@ Retries of one model call share a total budget (``limits.retry_budget_s``), chec
 ``retry-after``, is honoured only if it fits in what is left of the budget; otherwise
 the call fails with :class:`~tether.errors.RetryBudgetExceeded`.
 
+Waits that are not model calls — a session store's connect, query or lock wait — read
+the run's deadline from :func:`run_deadline`, set for the whole run (opening its session
+included) by :func:`deadline_scope`, and give up by then (see
+:mod:`tether.sessions.waits`).
+
 The runner closes every nested generator it iterates (``contextlib.aclosing``), so the
 innermost cleans up first: a consumer that stops iterating ``Agent.stream()`` and calls
 ``aclose()`` has running tools cancelled and open calls answered before it returns.
@@ -24,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ProviderError, ProviderTimeoutError, RetryBudgetExceeded, WallTimeExceeded
@@ -37,8 +43,10 @@ if TYPE_CHECKING:
 __all__ = [
     "GuardedProvider",
     "check_retry_budget",
+    "deadline_scope",
     "guarded_provider",
     "guarded_stream",
+    "run_deadline",
     "within_deadline",
 ]
 
@@ -242,3 +250,34 @@ def check_retry_budget(
         provider=error.provider,
         status_code=error.status_code,
     ) from error
+
+
+_RUN_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "tether_run_deadline", default=None
+)
+
+
+def run_deadline() -> float | None:
+    """The ``time.monotonic()`` value by which the current run must end, or ``None``
+    outside a run or for a run without ``limits.wall_time_s``."""
+    return _RUN_DEADLINE.get()
+
+
+@contextlib.contextmanager
+def deadline_scope(seconds: float | None) -> Iterator[float | None]:
+    """Within the block (and tasks started in it), :func:`run_deadline` is ``seconds``
+    from now, or the enclosing scope's deadline when that is earlier (a run inside a tool
+    never outlives its caller). ``None`` keeps the enclosing deadline. Yields it."""
+    outer = _RUN_DEADLINE.get()
+    deadline = outer
+    if seconds is not None:
+        mine = time.monotonic() + seconds
+        deadline = mine if outer is None else min(outer, mine)
+    token = _RUN_DEADLINE.set(deadline)
+    try:
+        yield deadline
+    finally:
+        try:
+            _RUN_DEADLINE.reset(token)
+        except ValueError:  # closed from another context (a generator finalised late)
+            _RUN_DEADLINE.set(outer)

@@ -35,7 +35,9 @@ Messages say what happened, what was expected and what to do about it.
     ├── SessionError
     │   ├── SessionLockedError
     │   ├── SessionConflictError
-    │   └── SessionBusyError
+    │   ├── SessionBusyError
+    │   └── SessionTimeoutError        (.store, .operation, .waited)
+    │       └── SessionDeadlineExceeded   (also a WallTimeExceeded)
     ├── KnowledgeBackendError          (was MemoryBackendError, still importable: deprecated)
     ├── CrossSessionMemoryError
     │   └── MemoryWriteRejected
@@ -86,8 +88,10 @@ __all__ = [
     "ServerError",
     "SessionBusyError",
     "SessionConflictError",
+    "SessionDeadlineExceeded",
     "SessionError",
     "SessionLockedError",
+    "SessionTimeoutError",
     "TetherError",
     "TokenBudgetExceeded",
     "ToolDenied",
@@ -367,6 +371,23 @@ class SessionBusyError(SessionError):
     """Another run is using this session object right now; runs on one session take turns."""
 
 
+class SessionTimeoutError(SessionError):
+    """A session store did not answer within the time it was given (its own timeout, or
+    what was left of the run's wall time); whatever it was doing was abandoned.
+
+    ``store`` names the store (``"postgres"``), ``operation`` what waited (``"append"``,
+    ``"connect"``, ...), ``waited`` the seconds it was given.
+    """
+
+    def __init__(
+        self, message: str, *, store: str = "", operation: str = "", waited: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.store = store
+        self.operation = operation
+        self.waited = waited
+
+
 class KnowledgeBackendError(TetherError):
     """The knowledge base failed: its backend, its embedder, or what they were given.
 
@@ -407,6 +428,13 @@ class CostBudgetExceeded(LimitExceeded):
 
 
 class WallTimeExceeded(LimitExceeded):
+    limit = "wall_time"
+
+
+class SessionDeadlineExceeded(SessionTimeoutError, WallTimeExceeded):
+    """A session store was still waiting when the run's wall-time limit passed: a
+    :class:`SessionTimeoutError` that ends the run like any :class:`WallTimeExceeded`."""
+
     limit = "wall_time"
 
 

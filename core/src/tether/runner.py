@@ -35,7 +35,7 @@ from .errors import (
     ProviderError,
     RefusalError,
     RunCancelled,
-    SessionConflictError,
+    SessionError,
     TetherError,
 )
 from .events import (
@@ -63,6 +63,7 @@ from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
+from .sessions.waits import ending_grace
 from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
@@ -382,8 +383,10 @@ class Run(RunAccounts):
         if messages and messages[-1].role == "assistant":
             calls = messages[-1].tool_calls
             if calls:
-                # On a conflict another writer owns the history; its next load repairs it.
-                with contextlib.suppress(SessionConflictError):
+                # When the store refuses (another writer owns the history) or cannot be
+                # reached within a short grace (the run is ending), the next writer's load
+                # repairs it.
+                with contextlib.suppress(SessionError), ending_grace():
                     await self._answer_unrun(calls, self._interrupt_reason())
 
     # -- compaction --------------------------------------------------------------------------------

@@ -21,12 +21,14 @@ def database() -> Iterator[str]:
 
 
 class TestPostgresStore(SessionStoreContract):
+    exclusive_open = True  # the writer lease
+
     @pytest.fixture
     def store_factory(self, database: str) -> Callable[[], PostgresSessionStore]:
         return lambda: PostgresSessionStore(database, max_connections=4)
 
     async def store_raw_line(self, store: Any, name: str, line: str) -> bool:
-        async with store.io._connection() as conn:
+        async with await psycopg.AsyncConnection.connect(store.io._dsn, autocommit=True) as conn:
             table = store.io.messages
             await conn.execute(
                 f"INSERT INTO {table} (session, seq, body) "

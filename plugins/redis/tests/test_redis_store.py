@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 
 from tether.errors import ConfigError, SessionError
 from tether.messages import new_id
@@ -30,13 +31,16 @@ def prefix() -> Iterator[str]:
 
 
 class TestRedisStore(SessionStoreContract):
+    exclusive_open = True  # the writer lease
+
     @pytest.fixture
     def store_factory(self, prefix: str) -> Callable[[], RedisSessionStore]:
         return lambda: RedisSessionStore(URL, prefix=prefix)
 
     async def store_raw_line(self, store: Any, name: str, line: str) -> bool:
-        async with store.io._redis() as client:
-            await client.rpush(store.io.keys(name)[1], line)
+        client = redis.asyncio.Redis.from_url(URL)
+        await client.rpush(store.io.keys(name)[1], line)
+        await client.aclose()
         return True
 
 

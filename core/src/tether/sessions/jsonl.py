@@ -24,6 +24,9 @@ Durability and atomicity:
 - A writer holds an advisory lock on ``<file>.lock`` of the file's real path (symlinks
   resolved, so a link to a session is the same session); a second writer (another process,
   or another ``JsonlSession`` in the same one) gets :class:`~tether.errors.SessionLockedError`.
+  A session file with other hard links is refused (:class:`~tether.errors.SessionError`):
+  unlike a symlink, another hard-linked name has no single real path, so its writer would
+  take another lock and the two would interleave.
   Temporary files left by a rewrite that was interrupted are removed when a writer opens.
 - A write that fails (full disk, I/O error, read-only file system) raises
   :class:`~tether.errors.SessionError` saying what to do; the file keeps every message
@@ -168,6 +171,7 @@ class JsonlSession:
         self._real = Path(os.path.realpath(self.path))
         try:
             if not read_only:
+                _refuse_hard_links(self._real)
                 self._lock_fd = _acquire_lock(self._real)
                 _remove_leftover_temporaries(self._real)
             data = _read(self._real)
@@ -350,6 +354,21 @@ def _keep_damaged_original(real: Path, data: bytes) -> Path:
 
 
 # -- locking --------------------------------------------------------------------------------
+def _refuse_hard_links(path: Path) -> None:
+    """Refuse to write a session file that has other hard links (see the module docstring)."""
+    try:
+        links = path.stat().st_nlink
+    except OSError:
+        return  # missing (created later) or unreadable (reported when it is read)
+    if links > 1:
+        raise SessionError(
+            f"Session file {path} has {links - 1} other hard link(s); refusing to write it, "
+            "since a writer under another name would not see this one's lock. Remove the "
+            "other names (or copy the file to a name of its own), or open it with "
+            "read_only=True to only read it."
+        )
+
+
 def _acquire_lock(path: Path) -> int:
     """Take the writer lock of ``path`` (an advisory lock on ``<path>.lock``, a file that
     is never renamed, so the lock survives atomic rewrites of the session file)."""

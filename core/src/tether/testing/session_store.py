@@ -13,8 +13,10 @@ inside the test's own event loop, so connect lazily)::
             return lambda: MyStore(path=str(tmp_path / "sessions.db"))
 
 Every test uses session names of its own and removes them at the end. A store whose
-second writer is refused when it opens a session (the JSONL store's file lock) sets
-``exclusive_open = True``; the others must refuse the later of two conflicting writes
+second writer is refused when it opens a session (the JSONL store's file lock, the
+writer lease of the shared stores) sets ``exclusive_open = True``; such a store must
+never answer a live writer's tool call in flight when another writer or a reader opens
+the session; the others must refuse the later of two conflicting writes
 with :class:`~tether.errors.SessionConflictError`. A store that can store a damaged line
 (to check repair on load) implements :meth:`SessionStoreContract.store_raw_line`.
 
@@ -194,7 +196,7 @@ class SessionStoreContract:
 
         self._run(store_factory, scenario)
 
-    def test_damaged_records_are_dropped_on_load(self, store_factory: StoreFactory) -> None:
+    def test_damaged_records_are_set_aside_on_load(self, store_factory: StoreFactory) -> None:
         async def scenario(store: SessionBackend, names: list[str]) -> None:
             name = _name("damaged")
             names.append(name)
@@ -205,6 +207,9 @@ class SessionStoreContract:
                 pytest.skip("this store cannot hold a damaged record")
             reopened = await store.open(name)
             assert _texts(reopened.messages) == ["kept"]
+            quarantined = getattr(store, "quarantined", None)
+            if quarantined is not None:  # moved aside, never just deleted
+                assert await quarantined(name) == ['{"role": "assistant", "cont']
             await append_message(reopened, Message.user("after"))
             await close_session(reopened)
             reader = await store.open(name, read_only=True)
@@ -238,6 +243,40 @@ class SessionStoreContract:
             reader = await store.open(name, read_only=True)
             assert _texts(reader.messages) == ["base", "from the first writer"]
             await close_session(reader)
+
+        self._run(store_factory, scenario)
+
+    def test_a_live_writers_call_in_flight_is_never_answered_by_another_opener(
+        self, store_factory: StoreFactory
+    ) -> None:
+        if not self.exclusive_open:
+            pytest.skip("the store lets two writers open a session")
+
+        async def scenario(store: SessionBackend, names: list[str]) -> None:
+            name = _name("inflight")
+            names.append(name)
+            live = await store.open(name)
+            await append_message(live, Message.user("look it up"))
+            await append_message(live, _assistant_with_calls("slow"))  # the tool is running
+            for _ in range(2):
+                with pytest.raises(SessionLockedError):
+                    await store.open(name)
+            # The live writer finishes its call: nobody answered it in the meantime.
+            await append_message(live, _results("slow"))
+            await append_message(live, Message(role="assistant", content=[TextBlock(text="ok")]))
+            await close_session(live)
+            reader = await store.open(name, read_only=True)
+            assert _texts(reader.messages)[-1] == "ok"
+            results = [r for m in reader.messages for r in m.tool_results]
+            assert [(r.call_id, r.is_error, r.text) for r in results] == [
+                ("slow", False, "result slow")
+            ]
+            assert_invariant(reader.messages)
+            await close_session(reader)
+            # Once the writer closed, the next writer gets the session at once.
+            after = await store.open(name)
+            await append_message(after, Message.user("next"))
+            await close_session(after)
 
         self._run(store_factory, scenario)
 
