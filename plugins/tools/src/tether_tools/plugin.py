@@ -9,7 +9,7 @@ own from the same section."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -86,6 +86,13 @@ SHELL_SETTINGS: dict[str, Any] = {
     "max_output_bytes": Count,
     "allow": list[str],
     "deny": list[str],
+    "sandbox": Literal["bwrap", "none"],
+    "network": Literal["off", "on"],
+    "read_only_paths": list[str],
+    "writable_paths": list[str],
+    "cpu_seconds": Annotated[int, Field(ge=0)],
+    "max_memory_mb": Annotated[int, Field(ge=0)],
+    "max_processes": Annotated[int, Field(ge=0)],
 }
 
 
