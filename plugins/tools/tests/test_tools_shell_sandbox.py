@@ -512,3 +512,21 @@ async def test_a_misspelt_sandbox_mode_is_a_configuration_error(sandbox: Sandbox
     )
     assert result.is_error
     assert '[tool_settings.shell] sandbox must be one of "bwrap", "none"' in _text(result)
+
+
+def test_tether_plugins_and_startup_say_when_the_sandbox_is_missing(sandbox: Sandbox) -> None:
+    tether = str(Path(sys.executable).with_name("tether"))
+    env = {**os.environ, "PATH": _path_with(sandbox, None)}
+    done = subprocess.run(
+        [tether, "plugins"], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
+    shell_row = next(line for line in done.stdout.splitlines() if line.split()[:1] == ["shell"])
+    assert "unavailable: no OS sandbox: bubblewrap (`bwrap`) is not installed" in shell_row
+    assert 'sandbox = "none"' in shell_row
+    assert done.stderr.count("warning: The shell tool's OS sandbox is unavailable") == 1
+
+    present = subprocess.run(
+        [tether, "plugins"], capture_output=True, text=True, timeout=120, check=True
+    )
+    shell_row = next(line for line in present.stdout.splitlines() if line.split()[:1] == ["shell"])
+    assert shell_row.split()[-1] == "run_command" and "sandbox" not in present.stderr

@@ -34,6 +34,7 @@ def _toolsets() -> dict[str, Toolset]:
 
     from .fs import edit_file, glob, grep, list_dir, read_file, write_file
     from .shell import run_command
+    from .shell.toolset import ShellToolset
     from .web import web_fetch, web_search
 
     return {
@@ -42,8 +43,10 @@ def _toolsets() -> dict[str, Toolset]:
             [read_file, write_file, edit_file, list_dir, glob, grep],
             description="Read, write, edit and search files inside the workspace root.",
         ),
-        "SHELL": Toolset(
-            "shell", [run_command], description="Run policed shell commands in the workspace."
+        "SHELL": ShellToolset(
+            "shell",
+            [run_command],
+            description="Run policed shell commands in an OS sandbox around the workspace.",
         ),
         "WEB": Toolset(
             "web", [web_fetch, web_search], description="Fetch public web pages and search the web."
@@ -98,6 +101,9 @@ SHELL_SETTINGS: dict[str, Any] = {
 
 @hookimpl
 def register_tools(tools: ToolRegistrar) -> None:
+    from .shell.sandbox import warn_if_missing
+
+    warn_if_missing()  # loudly, at start: without bwrap the shell refuses to run anything
     toolsets = _toolsets()
     tools.add(toolsets["FS"], settings=FS_SETTINGS)
     tools.add(toolsets["SHELL"], settings=SHELL_SETTINGS)
