@@ -91,6 +91,7 @@ SHELL_SETTINGS: dict[str, Any] = {
     "deny": list[str],
     "sandbox": Literal["bwrap", "none"],
     "network": Literal["off", "on"],
+    "network_allow": list[str],
     "read_only_paths": list[str],
     "writable_paths": list[str],
     "cpu_seconds": Annotated[int, Field(ge=0)],

@@ -30,7 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from tether.errors import ConfigError
+
 from ..settings import get_choice, get_int, get_str_list
+from .netproxy import BRIDGE, PROXY_PORT, SOCKET_DIR, parse_allow
 
 __all__ = [
     "SANDBOX_HOME",
@@ -78,6 +81,7 @@ class SandboxSettings:
 
     mode: Literal["bwrap", "none"] = "bwrap"
     network: Literal["off", "on"] = "off"
+    network_allow: tuple[str, ...] = ()
     read_only_paths: tuple[str, ...] = ()
     writable_paths: tuple[str, ...] = ()
     cpu_seconds: int = DEFAULT_CPU_SECONDS
@@ -89,9 +93,18 @@ class SandboxSettings:
         """Read and check the keys; a wrong value raises ``ConfigError`` naming it."""
         mode = get_choice(settings, "shell", "sandbox", ("bwrap", "none"), "bwrap")
         network = get_choice(settings, "shell", "network", ("off", "on"), "off")
+        allow = tuple(get_str_list(settings, "shell", "network_allow"))
+        if allow and network == "on":
+            raise ConfigError(
+                '[tool_settings.shell] network = "on" opens the whole network, so '
+                "network_allow has no effect; remove one of them."
+            )
+        if allow:
+            parse_allow(allow)  # a malformed entry fails at once, naming it
         return cls(
             mode="none" if mode == "none" else "bwrap",
             network="on" if network == "on" else "off",
+            network_allow=allow,
             read_only_paths=tuple(get_str_list(settings, "shell", "read_only_paths")),
             writable_paths=tuple(get_str_list(settings, "shell", "writable_paths")),
             cpu_seconds=get_int(settings, "shell", "cpu_seconds", DEFAULT_CPU_SECONDS, minimum=0),
@@ -236,11 +249,14 @@ def bwrap_argv(
     cwd: Path,
     settings: SandboxSettings,
     status: SandboxStatus,
+    proxy: tuple[Path, str] | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` in ``cwd`` inside the sandbox.
 
     Later mounts go on top of earlier ones: the private ``/tmp`` and home come before
     the workspace, so a workspace under ``/tmp`` or a home directory is still visible.
+    ``proxy`` is (the directory holding the proxy's socket, the system ``python3``):
+    the socket is mounted and the bridge to it started before ``command``.
     """
     argv = [status.bwrap, *_NAMESPACES]
     if status.disable_userns:
@@ -273,6 +289,16 @@ def bwrap_argv(
     for path in settings.writable_paths:
         real = _expand(path, workspace)
         argv += ["--bind-try", real, real]
+    if proxy is not None:
+        argv += ["--ro-bind", str(proxy[0]), SOCKET_DIR]
+        command = [
+            "/bin/sh",
+            "-c",
+            f'"$0" -c "$1" {SOCKET_DIR}/proxy.sock {PROXY_PORT} || exit 125; shift; exec "$@"',
+            proxy[1],
+            BRIDGE,
+            *command,
+        ]
     argv += ["--remount-ro", "/", "--chdir", os.path.realpath(cwd), "--"]
     return argv + _limits(settings, status.prlimit) + list(command)
 

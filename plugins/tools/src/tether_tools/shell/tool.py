@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import signal
 from pathlib import Path
@@ -13,15 +12,10 @@ from tether.tools import ToolContext, tool
 from ..fs.workspace import Workspace
 from ..settings import get_bool, get_int, get_number, get_str, get_str_list, get_str_map
 from .environment import child_environment
+from .launch import run_sandboxed
 from .policy import CommandPolicy
 from .process import run_process
-from .sandbox import (
-    SandboxSettings,
-    bwrap_argv,
-    refusal_message,
-    sandbox_environment,
-    sandbox_status,
-)
+from .sandbox import SandboxSettings, sandbox_environment
 
 __all__ = ["run_command"]
 
@@ -78,6 +72,7 @@ async def run_command(
     allow = get_str_list(settings, "shell", "env_allow")
     deny = get_str_list(settings, "shell", "env_deny")
     configured = get_str_map(settings, "shell", "env")
+    output_limit = get_int(settings, "shell", "max_output_bytes", DEFAULT_MAX_OUTPUT_BYTES)
     if sandbox.mode == "none":
         env = child_environment(
             inherit=get_bool(settings, "shell", "inherit_env", True),
@@ -86,21 +81,20 @@ async def run_command(
             configured=configured,
             explicit=ctx.env,
         )
+        result = await run_process(argv, cwd=cwd, env=env, timeout=limit, output_limit=output_limit)
     else:
-        status = await asyncio.to_thread(sandbox_status)
-        if not status.available:
-            raise ToolError(refusal_message(status))
         env = sandbox_environment(
             shell=shell, allow=allow, deny=deny, configured=configured, explicit=ctx.env
         )
-        argv = bwrap_argv(argv, workspace=workspace.root, cwd=cwd, settings=sandbox, status=status)
-    result = await run_process(
-        argv,
-        cwd=cwd,
-        env=env,
-        timeout=limit,
-        output_limit=get_int(settings, "shell", "max_output_bytes", DEFAULT_MAX_OUTPUT_BYTES),
-    )
+        result = await run_sandboxed(
+            argv,
+            workspace=workspace.root,
+            cwd=cwd,
+            settings=sandbox,
+            env=env,
+            timeout=limit,
+            output_limit=output_limit,
+        )
     output = result.output.text()
     if result.timed_out:
         raise ToolError(
