@@ -351,6 +351,25 @@ async def test_read_only_paths_are_visible_but_not_writable(sandbox: Sandbox) ->
     assert (shared / "tool.txt").read_text() == "shared\n"
 
 
+async def test_read_only_paths_inside_and_around_the_workspace(sandbox: Sandbox) -> None:
+    hooks = sandbox.work / ".git" / "hooks"
+    hooks.mkdir(parents=True)
+    command = (
+        "(echo planted > .git/hooks/pre-commit) 2>/dev/null || echo hooks-refused; "
+        "echo ok > made.txt && echo workspace-writable"
+    )
+    result = await call_tool(
+        run_command,
+        {"command": command},
+        cwd=sandbox.work,
+        # the whole sandbox root read-only (it holds the workspace), and the hooks too
+        settings={"read_only_paths": [str(sandbox.root), ".git/hooks"]},
+    )
+    assert _text(result).splitlines()[1:] == ["hooks-refused", "workspace-writable"]
+    assert not (hooks / "pre-commit").exists()
+    assert (sandbox.work / "made.txt").read_text() == "ok\n"
+
+
 async def test_processes_of_the_harness_are_invisible(sandbox: Sandbox) -> None:
     result = await call_tool(
         run_command, {"command": "ls /proc | grep -c '^[0-9]'; echo $PPID"}, cwd=sandbox.work

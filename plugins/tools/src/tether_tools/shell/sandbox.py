@@ -282,13 +282,13 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     argv += ["--tmpfs", os.path.dirname(SANDBOX_HOME), "--dir", SANDBOX_HOME]
     root = os.path.realpath(workspace)
-    for path in settings.read_only_paths:
-        real = _expand(path, workspace)
-        argv += ["--ro-bind-try", real, real]
+    extra = [("--ro-bind-try", _expand(p, workspace)) for p in settings.read_only_paths]
+    extra += [("--bind-try", _expand(p, workspace)) for p in settings.writable_paths]
+    # A configured path holding the workspace goes under it, any other on top of it, so
+    # `read_only_paths = [".git/hooks"]` protects that part of the workspace.
+    argv += [a for kind, real in extra if _holds(real, root) for a in (kind, real, real)]
     argv += ["--bind", root, root]
-    for path in settings.writable_paths:
-        real = _expand(path, workspace)
-        argv += ["--bind-try", real, real]
+    argv += [a for kind, real in extra if not _holds(real, root) for a in (kind, real, real)]
     if proxy is not None:
         argv += ["--ro-bind", str(proxy[0]), SOCKET_DIR]
         command = [
@@ -301,6 +301,10 @@ def bwrap_argv(
         ]
     argv += ["--remount-ro", "/", "--chdir", os.path.realpath(cwd), "--"]
     return argv + _limits(settings, status.prlimit) + list(command)
+
+
+def _holds(path: str, inner: str) -> bool:
+    return inner == path or inner.startswith(path.rstrip("/") + "/")
 
 
 def _limits(settings: SandboxSettings, prlimit: str) -> list[str]:
