@@ -1,7 +1,8 @@
 """The operating-system boundary around every command the shell tool runs.
 
 On Linux a command runs under bubblewrap (``bwrap``), the way Claude Code's sandbox does
-it: new user, PID, IPC, UTS, cgroup and (unless ``network = "on"``) network namespaces,
+it: new user, PID, IPC, UTS, cgroup and (unless ``network = "on"``) network namespaces
+(``network_allow`` reaches listed hosts through a proxy outside, :mod:`.netproxy`),
 so the harness's processes and their ``/proc`` do not exist for it; no capabilities;
 a fresh ``/proc``, ``/dev`` and private ``/tmp``; the system (``/usr``, ``/bin``,
 ``/lib*``, ``/etc`` without its secret files) read-only; the workspace read-write; the
@@ -142,14 +143,10 @@ def _probe() -> SandboxStatus:
             [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
         ).stdout
         disable_userns = "--disable-userns" in help_text
-        trial = subprocess.run(
-            [bwrap, *_NAMESPACES, "--die-with-parent", "--new-session", *_TRIAL],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            env={"PATH": "/usr/bin:/bin"},
-            check=False,
-        )
+        trial = _trial(bwrap, disable_userns)
+        if trial.returncode != 0 and disable_userns:  # a kernel without the knob it needs
+            disable_userns = False
+            trial = _trial(bwrap, disable_userns)
         limits = subprocess.run(
             [prlimit, "--cpu=5", "--", "true"], capture_output=True, timeout=10, check=False
         )
@@ -166,6 +163,19 @@ def _probe() -> SandboxStatus:
             "AppArmor profile for bwrap)",
         )
     return SandboxStatus(True, "", bwrap, prlimit, disable_userns)
+
+
+def _trial(bwrap: str, disable_userns: bool) -> subprocess.CompletedProcess[str]:
+    """Run ``true`` in namespaces like the commands' (raises OSError, TimeoutExpired)."""
+    extra = ["--disable-userns"] if disable_userns else []
+    return subprocess.run(
+        [bwrap, *_NAMESPACES, *extra, "--die-with-parent", "--new-session", *_TRIAL],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        env={"PATH": "/usr/bin:/bin"},
+        check=False,
+    )
 
 
 @functools.cache
