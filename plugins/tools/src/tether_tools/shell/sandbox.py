@@ -65,8 +65,24 @@ _ETC_SECRET_FILES = (
     "/etc/gshadow-",
     "/etc/sudoers",
     "/etc/security/opasswd",
+    "/etc/environment",
+    "/etc/ipsec.secrets",
+    "/etc/krb5.keytab",
 )
-_ETC_SECRET_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private", "/etc/credstore")
+_ETC_SECRET_DIRS = (
+    "/etc/ssh",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/pki/tls/private",
+    "/etc/credstore",
+    "/etc/credstore.encrypted",
+    "/etc/letsencrypt",
+    "/etc/wireguard",
+    "/etc/openvpn",
+    "/etc/ipsec.d/private",
+    "/etc/NetworkManager/system-connections",
+    "/etc/docker",
+)
 _NAMESPACES = ("--unshare-all", "--unshare-user", "--cap-drop", "ALL")
 _TRIAL = ("--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true")
 
