@@ -7,11 +7,13 @@ canaries and sentinel files."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,6 +169,61 @@ async def test_processes_of_the_harness_are_invisible(sandbox: Sandbox) -> None:
     count, ppid = _text(result).splitlines()[1:]
     assert int(count) <= 4  # the sandbox's init, the shell and its two children
     assert ppid == "1"
+
+
+async def test_commands_have_no_capabilities_and_cannot_nest_namespaces(sandbox: Sandbox) -> None:
+    command = (
+        "grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status; "
+        "unshare --user --map-root-user true 2>/dev/null && echo nested || echo no-nesting; "
+        "hostname"
+    )
+    result = await call_tool(run_command, {"command": command}, cwd=sandbox.work)
+    assert _text(result).splitlines()[1:] == [
+        "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000",
+        "no-nesting",
+        "sandbox",
+    ]
+
+
+_HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from tether.testing import call_tool
+from tether_tools.shell import run_command
+command = "flock held.lock sh -c 'touch held.ready; exec sleep 300'"
+asyncio.run(call_tool(run_command, {"command": command, "timeout": 300}, cwd=Path(sys.argv[1])))
+"""
+
+
+def test_the_sandbox_dies_with_the_harness(sandbox: Sandbox) -> None:
+    harness = subprocess.Popen([sys.executable, "-c", _HOLDER, str(sandbox.work)])
+    try:
+        deadline = time.monotonic() + 60
+        while not (sandbox.work / "held.ready").exists():
+            assert harness.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        assert not _lock_is_free(sandbox.work / "held.lock")
+        harness.kill()  # no clean-up code runs: only --die-with-parent ends the sandbox
+        harness.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while not _lock_is_free(sandbox.work / "held.lock"):
+            assert time.monotonic() < deadline, "the sandbox outlived the harness"
+            time.sleep(0.02)
+    finally:
+        harness.kill()
+        harness.wait(timeout=30)
+
+
+def _lock_is_free(path: Path) -> bool:
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
 
 
 # --- limits -----------------------------------------------------------------------------
