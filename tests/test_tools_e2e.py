@@ -90,7 +90,18 @@ async def test_agent_reads_edits_tests_and_fetches(project: Path, changelog_serv
     )
     config = Config(
         tools=["fs", "shell", "web"],
-        tool_settings={"web": {"allow_private_hosts": ["127.0.0.1"]}, "shell": {"timeout": 120}},
+        tool_settings={
+            "web": {"allow_private_hosts": ["127.0.0.1"]},
+            # The sandbox shows commands only the system and the workspace; this test runs
+            # the harness's own interpreter, so it is shown too (read-only).
+            "shell": {
+                "timeout": 120,
+                "read_only_paths": [sys.prefix, sys.base_prefix],
+                # An edit within the second of the first run, of the same size, would
+                # otherwise leave a stale calc.pyc looking fresh.
+                "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+            },
+        },
     )
     agent = tether.Agent(provider, config=config, cwd=project)
     assert [t.name for t in agent.tools()] == [

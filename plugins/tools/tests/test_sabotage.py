@@ -166,8 +166,10 @@ def test_without_the_shell_policy_the_destructive_tests_fail(
     assert {"test_blocked", "test_blocked_command_runs_nothing"} <= names, output
     if E2E.exists():
         assert "test_agent_gets_the_policy_reason_and_nothing_runs" in names, output
-    # `rm -rf ~` really ran, in the inner test's fake home: its sandbox said so.
-    assert "deleted" in output and "sentinel.txt" in output, output
+    # `rm -rf ~` really ran, but inside the OS sandbox, whose home is a private empty
+    # directory: the inner tests' (fake) homes all survived, so no sandbox fixture
+    # reported a deletion.
+    assert "deleted" not in output, output
 
 
 def test_without_the_ssrf_guard_the_fetch_tests_fail_and_nothing_leaves_loopback(

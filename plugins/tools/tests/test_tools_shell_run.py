@@ -4,6 +4,7 @@ environment."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 from pathlib import Path
 
@@ -17,15 +18,6 @@ def _text(result: object) -> str:
     content = result.content
     assert isinstance(content, str)
     return content
-
-
-def _is_dead(pid: int) -> bool:
-    """Gone, or a zombie waiting for its parent (no longer running either way)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
 
 
 async def test_exit_code_and_combined_output(tmp_path: Path) -> None:
@@ -60,41 +52,75 @@ async def test_configured_deny_rule_is_enforced(tmp_path: Path) -> None:
     assert not (tmp_path / "made.txt").exists()
 
 
+MODES = [pytest.param({}, id="sandboxed"), pytest.param({"sandbox": "none"}, id="unsandboxed")]
+
+
+def _lock_is_free(path: Path) -> bool:
+    """Whether no process holds ``path`` locked: a lock dies with its holder, so this
+    sees a process inside the sandbox's own PID namespace as well as one outside."""
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+# Starts a process that holds held.lock and ignores SIGTERM, and returns once it holds it.
+HOLD_LOCK = (
+    "flock held.lock sh -c 'trap \"\" TERM; touch held.ready; exec sleep 300' "
+    ">/dev/null 2>&1 & while [ ! -e held.ready ]; do sleep 0.01; done"
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_timeout_kills_the_whole_group_including_a_grandchild_that_ignores_sigterm(
-    tmp_path: Path,
+    tmp_path: Path, mode: dict[str, str]
 ) -> None:
-    command = "echo started; (trap '' TERM; sleep 300 & echo $! > grandchild.pid; wait)"
-    result = await call_tool(run_command, {"command": command, "timeout": 3}, cwd=tmp_path)
+    command = f"echo started; ({HOLD_LOCK}; trap '' TERM; sleep 300)"
+    result = await call_tool(
+        run_command, {"command": command, "timeout": 3}, cwd=tmp_path, settings=mode
+    )
     assert result.is_error
     text = _text(result)
     assert text.startswith(
         "The command timed out after 3 s; it and every process it started were killed."
     )
     assert "started" in text
-    grandchild = int((tmp_path / "grandchild.pid").read_text())
-    assert _is_dead(grandchild)
+    assert (tmp_path / "held.ready").exists()
+    assert _lock_is_free(tmp_path / "held.lock")
 
 
-async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_background_jobs_do_not_outlive_the_command(
+    tmp_path: Path, mode: dict[str, str]
+) -> None:
     result = await call_tool(
-        run_command, {"command": "sleep 300 & echo $! > bg.pid; echo done"}, cwd=tmp_path
+        run_command, {"command": f"{HOLD_LOCK}; echo done"}, cwd=tmp_path, settings=mode
     )
     assert _text(result) == "Exit code: 0\ndone\n"
-    assert _is_dead(int((tmp_path / "bg.pid").read_text()))
+    assert _lock_is_free(tmp_path / "held.lock")
 
 
-async def test_cancelling_the_call_kills_the_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelling_the_call_kills_the_group(tmp_path: Path, mode: dict[str, str]) -> None:
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
     task = asyncio.ensure_future(
-        call_tool(run_command, {"command": f"sleep 300 & echo $! > {fifo}; wait"}, cwd=tmp_path)
+        call_tool(
+            run_command,
+            {"command": f"{HOLD_LOCK}; echo go > ready; wait"},
+            cwd=tmp_path,
+            settings=mode,
+        )
     )
-    pid = int(await asyncio.to_thread(fifo.read_text))
-    assert not _is_dead(pid)
+    assert await asyncio.to_thread(fifo.read_text) == "go\n"
+    assert not _lock_is_free(tmp_path / "held.lock")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert _is_dead(pid)
+    assert _lock_is_free(tmp_path / "held.lock")
 
 
 async def test_output_flood_keeps_head_and_tail_with_a_marker(tmp_path: Path) -> None:
@@ -137,7 +163,8 @@ async def test_secrets_in_the_harness_environment_are_not_inherited(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-789")
     monkeypatch.setenv("PLAIN_SETTING", "visible")
     before = dict(os.environ)
-    result = await call_tool(run_command, {"command": "env"}, cwd=tmp_path)
+    unsandboxed = {"sandbox": "none"}
+    result = await call_tool(run_command, {"command": "env"}, cwd=tmp_path, settings=unsandboxed)
     text = _text(result)
     assert "PLAIN_SETTING=visible" in text
     for secret in ("sk-live-123", "ghp_456", "aws-789"):
@@ -145,7 +172,10 @@ async def test_secrets_in_the_harness_environment_are_not_inherited(
     assert dict(os.environ) == before
 
     allowed = await call_tool(
-        run_command, {"command": "env"}, cwd=tmp_path, settings={"env_allow": ["GITHUB_TOKEN"]}
+        run_command,
+        {"command": "env"},
+        cwd=tmp_path,
+        settings={**unsandboxed, "env_allow": ["GITHUB_TOKEN"]},
     )
     assert "GITHUB_TOKEN=ghp_456" in _text(allowed)
     assert "sk-live-123" not in _text(allowed)

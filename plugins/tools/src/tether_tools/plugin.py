@@ -9,7 +9,7 @@ own from the same section."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -34,6 +34,7 @@ def _toolsets() -> dict[str, Toolset]:
 
     from .fs import edit_file, glob, grep, list_dir, read_file, write_file
     from .shell import run_command
+    from .shell.toolset import ShellToolset
     from .web import web_fetch, web_search
 
     return {
@@ -42,8 +43,10 @@ def _toolsets() -> dict[str, Toolset]:
             [read_file, write_file, edit_file, list_dir, glob, grep],
             description="Read, write, edit and search files inside the workspace root.",
         ),
-        "SHELL": Toolset(
-            "shell", [run_command], description="Run policed shell commands in the workspace."
+        "SHELL": ShellToolset(
+            "shell",
+            [run_command],
+            description="Run policed shell commands in an OS sandbox around the workspace.",
         ),
         "WEB": Toolset(
             "web", [web_fetch, web_search], description="Fetch public web pages and search the web."
@@ -86,11 +89,22 @@ SHELL_SETTINGS: dict[str, Any] = {
     "max_output_bytes": Count,
     "allow": list[str],
     "deny": list[str],
+    "sandbox": Literal["bwrap", "none"],
+    "network": Literal["off", "on"],
+    "network_allow": list[str],
+    "read_only_paths": list[str],
+    "writable_paths": list[str],
+    "cpu_seconds": Annotated[int, Field(ge=0)],
+    "max_memory_mb": Annotated[int, Field(ge=0)],
+    "max_processes": Annotated[int, Field(ge=0)],
 }
 
 
 @hookimpl
 def register_tools(tools: ToolRegistrar) -> None:
+    from .shell.sandbox import warn_if_missing
+
+    warn_if_missing()  # loudly, at start: without bwrap the shell refuses to run anything
     toolsets = _toolsets()
     tools.add(toolsets["FS"], settings=FS_SETTINGS)
     tools.add(toolsets["SHELL"], settings=SHELL_SETTINGS)

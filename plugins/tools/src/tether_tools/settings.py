@@ -9,7 +9,15 @@ from typing import Any
 
 from tether.errors import ConfigError
 
-__all__ = ["get_bool", "get_int", "get_number", "get_str", "get_str_list", "get_str_map"]
+__all__ = [
+    "get_bool",
+    "get_choice",
+    "get_int",
+    "get_number",
+    "get_str",
+    "get_str_list",
+    "get_str_map",
+]
 
 
 def _bad(tool: str, key: str, expected: str, value: Any) -> ConfigError:
@@ -52,6 +60,16 @@ def get_str(
     if value is not None and not isinstance(value, str):
         raise _bad(tool, key, "a string", value)
     return value
+
+
+def get_choice(
+    settings: Mapping[str, Any], tool: str, key: str, choices: tuple[str, ...], default: str
+) -> str:
+    """A setting that must be one of ``choices``."""
+    value = settings.get(key, default)
+    if value not in choices:
+        raise _bad(tool, key, "one of " + ", ".join(f'"{c}"' for c in choices), value)
+    return str(value)
 
 
 def get_str_list(settings: Mapping[str, Any], tool: str, key: str) -> list[str]:

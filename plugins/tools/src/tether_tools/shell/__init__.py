@@ -1,5 +1,6 @@
-"""The shell tool: a policy checked before anything runs, and a process runner that keeps
-the command, its children, its output and its environment under control."""
+"""The shell tool: a policy checked before anything runs, an OS sandbox (bubblewrap) that
+is the boundary, and a process runner that keeps the command, its children, its output
+and its environment under control."""
 
 from __future__ import annotations
 

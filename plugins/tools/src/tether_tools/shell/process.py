@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CappedOutput", "CommandResult", "run_process"]
+__all__ = ["CappedOutput", "CommandResult", "run_process", "until_process_gone"]
 
 KILL_GRACE_SECONDS = 2.0
 
@@ -65,6 +65,7 @@ async def run_process(
     env: Mapping[str, str],
     timeout: float,  # noqa: ASYNC109 - the kill deadline of the child, not of this await
     output_limit: int,
+    pass_fds: tuple[int, ...] = (),
 ) -> CommandResult:
     """Run ``argv`` and collect its combined stdout/stderr.
 
@@ -73,6 +74,7 @@ async def run_process(
     group when ``timeout`` passes, when the caller is cancelled, or once the command
     itself has exited (background jobs do not outlive the command). Killing is SIGTERM,
     then SIGKILL once the group has closed its output or a short grace period is over.
+    ``pass_fds`` are inherited by the child (as in :mod:`subprocess`).
     """
     loop = asyncio.get_running_loop()
     read_end, write_end = os.pipe()
@@ -87,6 +89,7 @@ async def run_process(
             stdout=write_end,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     )
     try:
@@ -184,6 +187,22 @@ async def _kill_group(process: asyncio.subprocess.Process, closed: asyncio.Futur
     if process.returncode is None:
         await process.wait()
     await _until_group_dead(pgid)
+
+
+async def until_process_gone(pid: int, limit: float = 2.0) -> None:
+    """Return once process ``pid`` no longer runs (gone, or a zombie), or after ``limit``
+    seconds. On Linux only (it reads /proc); elsewhere it returns at once."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while _is_running(pid) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110 - /proc offers nothing to wait on
+        await asyncio.sleep(0.005)
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 async def _until_group_dead(pgid: int, limit: float = 2.0) -> None:
