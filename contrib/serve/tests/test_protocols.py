@@ -60,10 +60,20 @@ def test_ag_ui_stream_carries_run_text_tool_step_and_state_events(serve, client)
     kinds = [e["type"] for e in events]
     assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
     assert events[0]["threadId"] == "t1" and events[0]["runId"] == "r1"
-    for kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "STEP_STARTED",
-                 "STEP_FINISHED", "STATE_SNAPSHOT", "STATE_DELTA"):
+    for kind in (
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
+    ):
         assert kind in kinds, kind
-    order = [kinds.index(k) for k in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT")]
+    order = [
+        kinds.index(k)
+        for k in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT")
+    ]
     assert order == sorted(order)
     args = next(e for e in events if e["type"] == "TOOL_CALL_ARGS")
     assert json.loads(args["delta"]) == {"city": "Paris"}
@@ -91,8 +101,18 @@ def test_ui_message_stream_has_the_header_parts_and_done(serve, client) -> None:
     parts = [json.loads(f["data"]) for f in frames[:-1]]
     kinds = [p["type"] for p in parts]
     assert kinds[0] == "start" and kinds[-1] == "finish"
-    order = [kinds.index(k) for k in ("text-start", "text-delta", "text-end", "tool-input-start",
-                                      "tool-input-delta", "tool-input-available", "tool-output-available")]
+    order = [
+        kinds.index(k)
+        for k in (
+            "text-start",
+            "text-delta",
+            "text-end",
+            "tool-input-start",
+            "tool-input-delta",
+            "tool-input-available",
+            "tool-output-available",
+        )
+    ]
     assert order == sorted(order)
     assert kinds.count("start-step") == kinds.count("finish-step") == 2
     available = next(p for p in parts if p["type"] == "tool-input-available")

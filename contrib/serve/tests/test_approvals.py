@@ -1,0 +1,149 @@
+"""People in the loop: a call a rule asks about suspends the run; the pending call is
+shown in each protocol's stream and listed by endpoint; a decision resumes the run."""
+
+from __future__ import annotations
+
+import json
+
+from tether_serve import session_is_valid
+from tether_serve.testing import parse_sse
+
+
+def test_a_pending_call_is_listed_and_approving_it_resumes_the_run(serve, client) -> None:
+    live = serve()
+    with client(live) as http:
+        first = parse_sse(
+            http.post("/v1/sessions/d1/runs", json={"prompt": "Deploy", "agent": "ops"}).text
+        )
+        events = [json.loads(f["data"]) for f in first]
+        request = next(e for e in events if e["type"] == "approval_request")
+        assert request["tool"] == "deploy" and request["arguments"] == {"target": "prod"}
+        assert events[-1]["type"] == "done" and events[-1]["outcome"] == "suspended"
+        assert "tool_end" not in [e["type"] for e in events]  # nothing ran yet
+
+        (listed,) = http.get("/v1/approvals").json()["approvals"]
+        assert listed["call_id"] == request["call_id"] and listed["session_id"] == "d1"
+
+        resumed = parse_sse(
+            http.post(
+                "/v1/sessions/d1/approvals", json={"decisions": {request["call_id"]: "allow"}}
+            ).text
+        )
+        after = [json.loads(f["data"]) for f in resumed]
+        tool_end = next(e for e in after if e["type"] == "tool_end")
+        assert tool_end["content"] == "deployed to prod"
+        assert after[-1]["outcome"] == "completed"
+        assert http.get("/v1/approvals").json()["approvals"] == []
+    assert session_is_valid(live.server.hub.session("local", "d1"))
+
+
+def test_denying_tells_the_model_and_the_tool_does_not_run(serve, client) -> None:
+    live = serve()
+    with client(live) as http:
+        first = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post("/v1/sessions/d2/runs", json={"prompt": "Deploy", "agent": "ops"}).text
+            )
+        ]
+        call_id = next(e for e in first if e["type"] == "approval_request")["call_id"]
+        after = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post("/v1/sessions/d2/approvals", json={"decisions": {call_id: "deny"}}).text
+            )
+        ]
+    assert "deployed to prod" not in json.dumps(after)
+    assert after[-1]["outcome"] == "completed"
+
+
+def test_a_decision_must_cover_every_pending_call(serve, client) -> None:
+    live = serve()
+    with client(live) as http:
+        http.post("/v1/sessions/d3/runs", json={"prompt": "Deploy", "agent": "ops"})
+        wrong = http.post("/v1/sessions/d3/approvals", json={"decisions": {"call_99": True}})
+        assert wrong.status_code == 422
+        assert "call_99" in wrong.json()["error"]["message"]
+        nothing = http.post("/v1/sessions/nope/approvals", json={"decisions": {"x": True}})
+        assert nothing.status_code == 404
+
+
+def test_ag_ui_shows_an_interrupt_and_resumes_on_a_resume_entry(serve, client) -> None:
+    live = serve()
+    base = {"threadId": "t-ops", "tools": [], "context": [], "state": {}, "forwardedProps": {}}
+    with client(live) as http:
+        first = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/ops/ag-ui",
+                    json={
+                        **base,
+                        "runId": "r1",
+                        "messages": [{"id": "u1", "role": "user", "content": "Deploy"}],
+                    },
+                ).text
+            )
+        ]
+        finished = first[-1]
+        assert finished["type"] == "RUN_FINISHED"
+        (interrupt,) = finished["outcome"]["interrupts"]
+        assert interrupt["reason"] == "tool_approval"
+        assert [e["toolCallName"] for e in first if e["type"] == "TOOL_CALL_START"] == ["deploy"]
+        resume = [
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+        ]
+        after = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/ops/ag-ui",
+                    json={**base, "runId": "r2", "messages": [], "resume": resume},
+                ).text
+            )
+        ]
+    result = next(e for e in after if e["type"] == "TOOL_CALL_RESULT")
+    assert result["content"] == "deployed to prod"
+    assert after[-1]["outcome"] == {"type": "success"}
+
+
+def test_ui_message_stream_asks_for_approval_and_takes_the_answer_in_the_messages(
+    serve, client
+) -> None:
+    live = serve()
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Deploy"}]}
+    with client(live) as http:
+        first = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/ops/ui-message-stream", json={"id": "c-ops", "messages": [user]}
+                ).text
+            )[:-1]
+        ]
+        ask = next(p for p in first if p["type"] == "tool-approval-request")
+        assert first[-1]["finishReason"] == "tool-calls"
+        assistant = {
+            "id": "a1",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-deploy",
+                    "toolCallId": ask["toolCallId"],
+                    "state": "approval-responded",
+                    "input": {"target": "prod"},
+                    "approval": {"id": ask["approvalId"], "approved": True},
+                }
+            ],
+        }
+        after = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/ops/ui-message-stream",
+                    json={"id": "c-ops", "messages": [user, assistant]},
+                ).text
+            )[:-1]
+        ]
+    output = next(p for p in after if p["type"] == "tool-output-available")
+    assert output["output"] == "deployed to prod"
