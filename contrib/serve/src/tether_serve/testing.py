@@ -53,7 +53,7 @@ def serve_in_thread(app: Starlette, *, start_timeout: float = 10.0) -> LiveServe
 
     async def main() -> None:
         task = asyncio.ensure_future(server.serve(sockets=[sock]))
-        while not server.started and not task.done():
+        while not server.started and not task.done():  # noqa: ASYNC110 (uvicorn has only a flag)
             await asyncio.sleep(0.01)
         started.set()
         await task
