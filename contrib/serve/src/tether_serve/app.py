@@ -79,14 +79,20 @@ def not_found(what: str, ident: str) -> HttpError:
 
 
 def agents_from_settings(
-    settings: ServeSettings, config: tether.Config | None = None
+    settings: ServeSettings,
+    config: tether.Config | None = None,
+    *,
+    plugin_manager: tether.PluginManager | None = None,
 ) -> dict[str, tether.Agent]:
     """One :class:`tether.Agent` per ``[serve.agents.NAME]`` (without an approval
-    callback, so calls a rule asks about suspend the run until decided over HTTP)."""
-    return {spec.name: _agent_of(spec, config) for spec in settings.agents}
+    callback, so calls a rule asks about suspend the run until decided over HTTP), all
+    sharing ``plugin_manager`` when given."""
+    return {spec.name: _agent_of(spec, config, plugin_manager) for spec in settings.agents}
 
 
-def _agent_of(spec: AgentSpec, config: tether.Config | None) -> tether.Agent:
+def _agent_of(
+    spec: AgentSpec, config: tether.Config | None, plugin_manager: tether.PluginManager | None
+) -> tether.Agent:
     return tether.Agent(
         spec.model,
         system=spec.system,
@@ -94,6 +100,7 @@ def _agent_of(spec: AgentSpec, config: tether.Config | None) -> tether.Agent:
         permissions=spec.permissions,
         output_type=spec.output_type,
         config=config,
+        plugin_manager=plugin_manager,
     )
 
 
