@@ -147,3 +147,17 @@ def test_ui_message_stream_asks_for_approval_and_takes_the_answer_in_the_message
         ]
     output = next(p for p in after if p["type"] == "tool-output-available")
     assert output["output"] == "deployed to prod"
+
+
+def test_a_session_stays_with_the_agent_that_made_it(serve, client) -> None:
+    live = serve()
+    with client(live) as http:
+        http.post("/v1/sessions/mine/runs", json={"prompt": "Deploy", "agent": "ops"})
+        other = http.post("/v1/sessions/mine/runs", json={"prompt": "hi", "agent": "default"})
+    assert other.status_code == 409
+    assert "belongs to agent 'ops'" in other.json()["error"]["message"]
+    assert len(live.server.hub.session("local", "mine").runs) == 1
+    with client(live) as http:  # without naming an agent, the session's own goes on
+        http.post("/v1/sessions/mine/approvals", json={"decisions": {"call_1": "deny"}})
+        again = http.post("/v1/sessions/mine/runs", json={"prompt": "Deploy again"})
+    assert '"tool":"deploy"' in again.text

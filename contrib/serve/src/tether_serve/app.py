@@ -202,6 +202,19 @@ class Server:
             raise not_found("session", session_id)
         return record
 
+    def open_for(self, caller: Caller, session_id: str, agent: str) -> SessionRecord:
+        """The caller's session ``session_id`` (created for ``agent`` if new); a session
+        belongs to the agent that made it."""
+        record = self.hub.open_session(caller.tenant, session_id, agent)
+        if record.agent != agent:
+            raise HttpError(
+                409,
+                "other_agent",
+                f"Session {session_id!r} belongs to agent {record.agent!r}, not {agent!r}; "
+                "continue it there or use another session id.",
+            )
+        return record
+
     def run_of(self, caller: Caller, run_id: str) -> RunRecord:
         run = self.hub.run(caller.tenant, run_id)
         if run is None:
@@ -337,13 +350,10 @@ class Server:
         protocol = self.protocol(request)
         body = await self.body(request)
         ask = ask_from_tether(body)
-        agent = (
-            body.get("agent", self.default_agent)
-            if isinstance(body, Mapping)
-            else self.default_agent
-        )
+        existing = self.hub.session(caller.tenant, session_id)
+        agent = body.get("agent") or (existing.agent if existing else self.default_agent)
         self.agent(agent)
-        record = self.hub.open_session(caller.tenant, session_id, agent)
+        record = self.open_for(caller, session_id, agent)
         return self.stream(self.begin(caller, record, ask), protocol)
 
     async def decide(self, request: Request, caller: Caller) -> Response:
@@ -393,7 +403,7 @@ class Server:
             raise InvalidRequestError(
                 "threadId must be 1-128 letters, digits, '_', '.', ':' or '-'."
             )
-        record = self.hub.open_session(caller.tenant, given.thread_id, agent)
+        record = self.open_for(caller, given.thread_id, agent)
         run = self.begin(caller, record, ask_from_agui(given.messages, given.resume))
         return self.stream(run, "ag-ui", client_run_id=given.run_id)
 
@@ -407,7 +417,7 @@ class Server:
             raise InvalidRequestError(
                 "The chat id must be 1-128 letters, digits, '_', '.', ':' or '-'."
             )
-        record = self.hub.open_session(caller.tenant, chat_id, agent)
+        record = self.open_for(caller, chat_id, agent)
         return self.stream(self.begin(caller, record, ask), "ui-message-stream")
 
 
