@@ -60,13 +60,16 @@ def scripted_agents() -> dict[str, tether.Agent]:
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., LiveServer]]:
-    """``serve(agents=None, settings=None)`` starts a server; all are stopped at the end."""
+    """``serve(agents=None, settings=None, **create_app_options)`` starts a server; all
+    are stopped at the end."""
     started: list[LiveServer] = []
 
     def start(
-        agents: Mapping[str, tether.Agent] | None = None, settings: ServeSettings | None = None
+        agents: Mapping[str, tether.Agent] | None = None,
+        settings: ServeSettings | None = None,
+        **options: Any,
     ) -> LiveServer:
-        live = serve_in_thread(create_app(agents or scripted_agents(), settings))
+        live = serve_in_thread(create_app(agents or scripted_agents(), settings, **options))
         started.append(live)
         return live
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import tether
 from tether import CancelToken, TetherError
-from tether.sessions import AnySession, InMemorySession
+from tether.sessions import AnySession, InMemorySession, close_session
 
 __all__ = ["Hub", "RunRecord", "SessionRecord", "valid_session_id"]
 
@@ -276,11 +276,16 @@ class Hub:
             del self.runs[run.id]
 
     async def aclose(self) -> None:
-        """Cancel every running run (server shutdown)."""
+        """Cancel every running run, then close every session (server shutdown)."""
         await asyncio.gather(
             *(self.cancel(r, "the server is shutting down") for r in self.running()),
             return_exceptions=True,
         )
+        for record in self.sessions.values():
+            try:
+                await close_session(record.session)
+            except Exception:
+                log.exception("closing session %s failed", record.id)
 
 
 def _error_event(message: str, kind: str) -> dict[str, Any]:
