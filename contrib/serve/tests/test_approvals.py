@@ -1,10 +1,16 @@
 """People in the loop: a call a rule asks about suspends the run; the pending call is
-shown in each protocol's stream and listed by endpoint; a decision resumes the run."""
+shown in each protocol's stream and listed by endpoint; a decision resumes the run. A
+question for a person (``NeedsHuman``) is shown too, and the answer continues."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import tether
+from tether import NeedsHuman
+from tether.config import Config
+from tether.testing import Reply, ScriptedProvider, call
 from tether_serve import session_is_valid
 from tether_serve.testing import parse_sse
 
@@ -161,3 +167,80 @@ def test_a_session_stays_with_the_agent_that_made_it(serve, client) -> None:
         http.post("/v1/sessions/mine/approvals", json={"decisions": {"call_1": "deny"}})
         again = http.post("/v1/sessions/mine/runs", json={"prompt": "Deploy again"})
     assert '"tool":"deploy"' in again.text
+
+
+@tether.tool
+def book_flight(city: str) -> str:
+    """Book a flight."""
+    raise NeedsHuman("no payment method on file", user_message="Which card should I use?")
+
+
+def question_model(request: Any) -> Reply:
+    last = request.messages[-1]
+    if last.role == "user" and "card" in last.text:
+        return Reply(text=f"Booked with the {last.text}.")
+    return Reply(tool_calls=[call("book_flight", city="Oslo")])
+
+
+def test_a_question_for_a_person_is_shown_and_the_answer_continues_the_session(
+    serve, client
+) -> None:
+    agent = tether.Agent(
+        ScriptedProvider(handler=question_model), tools=[book_flight], config=Config()
+    )
+    live = serve({"default": agent})
+    base = {"threadId": "q", "tools": [], "context": [], "state": {}, "forwardedProps": {}}
+    user = {"id": "u", "role": "user", "content": "Book Oslo"}
+    with client(live) as http:
+        first = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/default/ag-ui", json={**base, "runId": "r1", "messages": [user]}
+                ).text
+            )
+        ]
+        (interrupt,) = first[-1]["outcome"]["interrupts"]
+        assert interrupt["reason"] == "needs_human"
+        assert interrupt["message"] == "Which card should I use?"
+        resume = [
+            {
+                "interruptId": interrupt["id"],
+                "status": "resolved",
+                "payload": {"answer": "blue card"},
+            }
+        ]
+        after = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/default/ag-ui",
+                    json={**base, "runId": "r2", "messages": [], "resume": resume},
+                ).text
+            )
+        ]
+        text = "".join(e["delta"] for e in after if e["type"] == "TEXT_MESSAGE_CONTENT")
+        assert text == "Booked with the blue card."
+        tether_events = [
+            json.loads(f["data"])
+            for f in parse_sse(http.post("/v1/sessions/q2/runs", json={"prompt": "Book Oslo"}).text)
+        ]
+        ui = [
+            json.loads(f["data"])
+            for f in parse_sse(
+                http.post(
+                    "/v1/agents/default/ui-message-stream",
+                    json={
+                        "id": "q3",
+                        "messages": [
+                            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "Book"}]}
+                        ],
+                    },
+                ).text
+            )[:-1]
+        ]
+    question = next(e for e in tether_events if e["type"] == "needs_human")
+    assert question["message"] == "Which card should I use?"
+    assert tether_events[-1]["outcome"] == "needs_human"
+    assert {"type": "data-needs-human", "data": {"message": "Which card should I use?"}} in ui
+    assert session_is_valid(live.server.hub.session("local", "q"))

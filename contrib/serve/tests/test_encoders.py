@@ -40,7 +40,9 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
                     "content": "ok",
                 }
             )
-    ending = draw(st.sampled_from(["completed", "suspended", "cancelled", "error"]))
+    ending = draw(st.sampled_from(["completed", "suspended", "needs_human", "cancelled", "error"]))
+    if ending == "needs_human":
+        events.append({"type": "needs_human", "message": "Which one?", "session_id": "s"})
     if ending == "suspended":
         events.append(
             {
@@ -131,7 +133,7 @@ def test_ag_ui_messages_steps_and_tool_calls_are_well_formed(events) -> None:
     assert open_message is None
     ran = {e["call_id"] for e in events if e["type"] == "tool_end"}
     assert {c for c, s in calls.items() if s == "RESULT"} == ran
-    if any(e["type"] == "approval_request" for e in events):
+    if any(e["type"] in ("approval_request", "needs_human") for e in events):
         assert out[-1]["outcome"]["type"] == "interrupt"
 
 

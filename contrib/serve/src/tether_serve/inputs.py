@@ -69,11 +69,21 @@ def _text(content: Any) -> str:
 
 
 def ask_from_agui(messages: list[Any], resume: list[Any] | None) -> Ask:
-    """AG-UI ``RunAgentInput``: answers to interrupts in ``resume`` (``status`` resolved
-    with a decision ``payload``, or cancelled: denied), else the last user message."""
+    """AG-UI ``RunAgentInput``: answers to interrupts in ``resume`` (an approval: ``status``
+    resolved with a decision ``payload``, or cancelled: denied; a question: ``payload``
+    ``{"answer": "..."}``, the next prompt), else the last user message."""
     if resume:
         decisions: dict[str, Any] = {}
         for entry in resume:
+            if entry.interrupt_id.endswith("-question"):  # a person's answer to NeedsHuman
+                answer = (
+                    entry.payload.get("answer")
+                    if isinstance(entry.payload, Mapping)
+                    else entry.payload
+                )
+                if entry.status == "resolved" and isinstance(answer, str) and answer.strip():
+                    return Ask(prompt=answer)
+                raise bad('Answer a needs_human interrupt with payload {"answer": "..."}.')
             if entry.status == "cancelled":
                 decisions[entry.interrupt_id] = False
             else:

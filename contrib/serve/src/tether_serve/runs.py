@@ -203,7 +203,7 @@ class Hub:
                 async for event in stream:
                     data = tether.event_to_dict(event)
                     if isinstance(event, tether.Done):
-                        self._finish(run, record, data)
+                        self._finish(run, record, data, event.result.error)
                     run.append(data)
             run.status = run.status if run.status != "running" else "failed"
         except asyncio.CancelledError:
@@ -225,8 +225,18 @@ class Hub:
             if self.on_run_end is not None:
                 self.on_run_end(run)
 
-    def _finish(self, run: RunRecord, record: SessionRecord, done: dict[str, Any]) -> None:
+    def _finish(
+        self,
+        run: RunRecord,
+        record: SessionRecord,
+        done: dict[str, Any],
+        error: BaseException | None,
+    ) -> None:
         run.status = str(done.get("outcome"))
+        if isinstance(error, tether.NeedsHuman):
+            run.append(
+                {"type": "needs_human", "message": error.user_message, "session_id": record.id}
+            )
         if done.get("cost"):
             record.cost += float(done["cost"])
         pending = done.get("pending") or []

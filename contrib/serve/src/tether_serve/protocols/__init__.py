@@ -1,8 +1,8 @@
 """The wire protocols a run's events are streamed in, all from the one event stream.
 
 Each protocol is an :class:`Encoder`: it is fed the run's events in order, as the JSON
-objects of :func:`tether.event_to_dict` (plus the two the server adds, ``approval_request``
-and ``error``), and returns the Server-Sent Events frames for each. Encoders are
+objects of :func:`tether.event_to_dict` (plus those the server adds: ``approval_request``,
+``needs_human`` and ``error``), and returns the Server-Sent Events frames for each. Encoders are
 deterministic over that sequence, so a stream resumed with ``Last-Event-ID`` replays the
 earlier events through a fresh encoder (discarding its frames) and continues from there.
 """

@@ -110,6 +110,14 @@ class AgUiEncoder:
                     message=f"Allow {event['tool']}? (permission rule {event.get('rule')!r})",
                 )
             )
+        elif kind == "needs_human":
+            self._close_text(out)
+            out.append(CustomEvent(name="tether.needs_human", value=event))
+            self._interrupts.append(
+                Interrupt(
+                    id=f"{self.run_id}-question", reason="needs_human", message=event["message"]
+                )
+            )
         elif kind == "done":
             self._close_text(out)
             out.append(self._finished(event))

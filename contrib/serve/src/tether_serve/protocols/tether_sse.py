@@ -2,7 +2,8 @@
 
 The ``data`` of each frame is exactly :func:`tether.event_to_dict` of the event (the
 schema documented in ``docs/serve.md``); the server adds ``approval_request`` (one per
-call a suspended run waits on, just before its ``done``) and ``error`` (the run ended
+call a suspended run waits on, just before its ``done``), ``needs_human`` (a tool raised
+:class:`tether.NeedsHuman`; ``message`` is for the user) and ``error`` (the run ended
 with an exception instead of ``done``).
 """
 

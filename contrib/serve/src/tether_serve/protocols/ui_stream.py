@@ -6,7 +6,7 @@ call ``start-step`` … ``finish-step``, ``text-start``/``text-delta``/``text-en
 ``reasoning-*``, per tool call ``tool-input-start``, ``tool-input-delta`` (the arguments
 as JSON), ``tool-input-available`` and ``tool-output-available`` (or
 ``tool-output-error``), ``tool-approval-request`` for a call waiting for approval (its
-``approvalId`` is the call id), ``message-metadata`` with the session id, usage and
+``approvalId`` is the call id), ``data-needs-human`` when a tool asked for a person, with the session id, usage and
 cost, ``finish``, and last ``data: [DONE]``.
 """
 
@@ -98,6 +98,9 @@ class UiMessageStreamEncoder:
                     "toolCallId": event["call_id"],
                 }
             )
+        elif kind == "needs_human":
+            self._close_text(out)
+            out.append({"type": "data-needs-human", "data": {"message": event["message"]}})
         elif kind == "done":
             self._close_text(out)
             self._close_step(out)
