@@ -278,30 +278,27 @@ class Server:
         run.clients += 1
 
         async def frames() -> AsyncIterator[str]:
-            try:
-                async with contextlib.aclosing(run.follow(0, keepalive)) as events:
-                    async for item in events:
-                        if item is None:
-                            yield ": keep-alive\n\n"
-                            continue
-                        seq, event = item
-                        encoded = encoder.encode(event)
-                        if seq <= after or not encoded:
-                            continue
-                        encoded[-1] = f"id: {seq}\n{encoded[-1]}"
-                        yield "".join(encoded)
-                trailer = encoder.trailer()
-                if trailer:
-                    yield "".join(trailer)
-            finally:
-                hub.detach(run)
+            async with contextlib.aclosing(run.follow(0, keepalive)) as events:
+                async for item in events:
+                    if item is None:
+                        yield ": keep-alive\n\n"
+                        continue
+                    seq, event = item
+                    encoded = encoder.encode(event)
+                    if seq <= after or not encoded:
+                        continue
+                    encoded[-1] = f"id: {seq}\n{encoded[-1]}"
+                    yield "".join(encoded)
+            trailer = encoder.trailer()
+            if trailer:
+                yield "".join(trailer)
 
         headers = {
             **encoder.headers,
             "x-tether-run-id": run.id,
             "x-tether-session-id": run.session_id,
         }
-        return EventStreamResponse(frames(), headers)
+        return EventStreamResponse(frames(), headers, on_close=lambda: hub.detach(run))
 
     # -- endpoints -------------------------------------------------------------------------
     async def list_agents(self, request: Request, caller: Caller) -> Response:
