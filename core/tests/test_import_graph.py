@@ -66,6 +66,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.scope",
             "tether.strategies",
             "tether.subagents",
+            "tether.subjects",
             "tether.sessions",
         ),
     ),

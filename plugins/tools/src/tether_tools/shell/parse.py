@@ -25,6 +25,7 @@ __all__ = [
     "Sub",
     "Var",
     "Word",
+    "heredoc_substitutions",
     "parse",
 ]
 
@@ -635,3 +636,10 @@ def _split_assignment(word: Word) -> tuple[str, Word] | None:
 def parse(source: str) -> list[Pipeline]:
     """The pipelines of ``source`` in order; raises :class:`ParseError`."""
     return _Parser(_Lexer(source).tokens()).parse_list()
+
+
+def heredoc_substitutions(body: str) -> list[Sub]:
+    """The command substitutions a here-document with an unquoted delimiter runs when
+    its ``body`` is expanded (read as a double-quoted word); raises :class:`ParseError`."""
+    lexer = _Lexer('"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return lexer._word().substitutions()

@@ -46,6 +46,7 @@ from .parse import (
     Sub,
     Var,
     Word,
+    heredoc_substitutions,
     parse,
 )
 from .rules import (
@@ -64,7 +65,7 @@ from .rules import (
     write_target_reason,
 )
 
-__all__ = ["CommandPolicy", "Decision", "check_command"]
+__all__ = ["CommandPolicy", "Decision", "check_command", "skip_options", "unwrap"]
 
 MAX_DEPTH = 8
 _WRITE_REDIRECTS = (">", ">>", ">|", "&>", "&>>", "<>", ">&")
@@ -294,7 +295,7 @@ class _Walker:
             )
         if self.builtin and (why := check_argv(name, args, self.cwd)) is not None:
             return f"`{_short(line)}` is blocked: {why}."
-        kind, payload = _unwrap(name, args)
+        kind, payload = unwrap(name, args)
         if kind == "argv":
             assert isinstance(payload, list)
             return self.run(payload, upstream, stdin) if payload else None
@@ -392,7 +393,7 @@ class _Walker:
             if not argv or argv[0][1]:
                 return None
             name = program_name(argv[0][0])
-            kind, payload = _unwrap(name, argv[1:])
+            kind, payload = unwrap(name, argv[1:])
             if kind != "argv" or not payload:
                 return _Effective(name, argv[1:])
             assert isinstance(payload, list)
@@ -486,7 +487,7 @@ _WITH_VALUE = {
 }
 
 
-def _skip_options(args: Sequence[Arg], with_value: set[str]) -> list[Arg]:
+def skip_options(args: Sequence[Arg], with_value: set[str]) -> list[Arg]:
     index = 0
     while index < len(args):
         text, dynamic = args[index]
@@ -498,7 +499,7 @@ def _skip_options(args: Sequence[Arg], with_value: set[str]) -> list[Arg]:
     return list(args[index:])
 
 
-def _unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
+def unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
     """What a wrapper program runs: ``("argv", inner)``, ``("code", (text, dynamic))`` for
     shell code, or ``("none", None)`` when ``name`` runs nothing else."""
     if name in SHELLS and name != "busybox":
@@ -515,7 +516,7 @@ def _unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
                 return "code", (text.split("=", 1)[1], args[index][1])
     if name == "command" and any(t in ("-v", "-V") for t, _ in args):
         return "none", None
-    rest = _skip_options(args, _WITH_VALUE[name])
+    rest = skip_options(args, _WITH_VALUE[name])
     if name == "env":
         while rest and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", rest[0][0]):
             rest = rest[1:]
@@ -626,14 +627,10 @@ def _expands(delimiter: Word) -> bool:
 
 
 def _heredoc_substitutions(body: str) -> list[Sub]:
-    from .parse import _Lexer
-
-    lexer = _Lexer('"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"')
     try:
-        word = lexer._word()
+        return heredoc_substitutions(body)
     except ParseError:
         return []
-    return word.substitutions()
 
 
 def _short(text: str, limit: int = 120) -> str:
