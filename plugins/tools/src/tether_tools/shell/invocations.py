@@ -61,6 +61,12 @@ _FD_TARGET = re.compile(r"\d+|-")
 _QUIET = ("/dev/null", "/dev/stdout", "/dev/stderr")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _KEYWORDS = frozenset({"case", "for", "select", "in"})
+_ARITH_COMMAND = re.compile(r"(?<![$<>])\(\(")
+_SUBSCRIPT = re.compile(r"\$\{[^}]*\[")
+_ELEMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[")
+_ARITH_OPERATORS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_NAMES_IN_ARITHMETIC = re.compile(r"[A-Za-z_$`]")
+_DECLARERS = frozenset({"declare", "typeset", "local", "export", "readonly"})
 
 
 def split_command(line: str) -> list[Invocation]:
@@ -71,6 +77,21 @@ def split_command(line: str) -> list[Invocation]:
     found: list[Invocation] = []
     _Reader(found).script(line, 0)
     return found
+
+
+def _evaluates_names(line: str) -> str | None:
+    """Why ``line`` may evaluate text as arithmetic, or None.
+
+    Bash evaluates a variable's *contents* as an expression wherever arithmetic names it
+    (``$((x))``, ``((x))``, ``[[ x -eq 1 ]]``, ``let``, ``declare -i``, ``${a[x]}``,
+    ``a[x]=1``), and an array subscript in that content runs command substitutions:
+    ``x='a[$(touch y)]'; echo $((x))`` runs ``touch y``. Such lines are refused whole.
+    """
+    if _ARITH_COMMAND.search(line):
+        return "`((...))` evaluates variable contents as arithmetic"
+    if _SUBSCRIPT.search(line):
+        return "an array subscript evaluates variable contents as arithmetic"
+    return None
 
 
 Arg = tuple[str, bool]
@@ -85,6 +106,8 @@ class _Reader:
             raise UnreadableCommand(
                 "The command nests shells, eval or substitutions too deeply to be read."
             )
+        if (why := _evaluates_names(source)) is not None:
+            raise UnreadableCommand(f"The command cannot be read with certainty: {why}.")
         try:
             pipelines = parse(source)
         except ParseError as exc:
@@ -141,8 +164,14 @@ class _Reader:
                 f"The program `{program}` is only known when the command runs (it comes from "
                 "a variable or a substitution)."
             )
+        if _ASSIGNMENT.match(program) and len(argv) > 1:
+            # ``sudo FOO=1 cmd``, ``nice FOO=1 cmd``: judged as ``cmd`` run with FOO=1
+            self.run(argv[1:], (*env, program), redirects, depth, piped=piped, stdin=stdin)
+            return
         args = argv[1:]
         name = program.rstrip("/").rsplit("/", 1)[-1] or program
+        if (why := _arithmetic(name, args)) is not None:
+            raise UnreadableCommand(f"`{name}` cannot be read with certainty: {why}.")
         if name == "eval":
             self.code(" ".join(t for t, _ in args), any(d for _, d in args), depth, "eval")
             return
@@ -239,8 +268,11 @@ class _Reader:
             if not isinstance(part, Sub):
                 continue
             if part.kind == "arith":
-                if "$(" in part.source or "`" in part.source:
-                    raise UnreadableCommand("An arithmetic expansion holds a command substitution.")
+                if _NAMES_IN_ARITHMETIC.search(part.source):
+                    raise UnreadableCommand(
+                        "An arithmetic expansion names variables or substitutions, whose "
+                        "contents bash evaluates as expressions that can run commands."
+                    )
                 continue
             self.script(part.source, depth + 1)
 
@@ -307,3 +339,17 @@ def _stdin(redirects: Sequence[Redirect]) -> Arg | None:
 def _expands(delimiter: Word) -> bool:
     """A here-document expands ``$(...)`` in its body unless its delimiter is quoted."""
     return all(isinstance(p, Lit) and not p.quoted for p in delimiter.parts)
+
+
+def _arithmetic(name: str, args: Sequence[Arg]) -> str | None:
+    """Why an invocation evaluates its arguments as arithmetic on names, or None."""
+    texts = [t for t, _ in args]
+    if _ELEMENT.match(name) or (name in _DECLARERS and any(_ELEMENT.match(t) for t in texts)):
+        return "an array subscript evaluates variable contents as arithmetic"
+    if name == "let":
+        return "`let` evaluates variable contents as arithmetic"
+    if name == "[[" and _ARITH_OPERATORS.intersection(texts):
+        return "`[[ ... -eq ... ]]` evaluates variable contents as arithmetic"
+    if name in _DECLARERS and any(t.startswith(("-", "+")) and "i" in t[1:] for t in texts):
+        return f"`{name} -i` evaluates assigned values as arithmetic"
+    return None

@@ -370,7 +370,12 @@ class _Lexer:
         s = self.s
         if s.startswith("$((", self.i):
             end = self._matching_paren(self.i + 1)
-            source = s[self.i + 3 : end - 1] if s[end - 1 : end] == ")" else s[self.i + 3 : end]
+            if s[end - 1 : end] != ")":
+                # ``$((cmd) )``: not arithmetic but a substitution running a subshell
+                source = s[self.i + 2 : end]
+                self.i = end + 1
+                return Sub(source, "command")
+            source = s[self.i + 3 : end - 1]
             self.i = end + 1
             return Sub(source, "arith")
         if s.startswith("$(", self.i):
@@ -606,6 +611,13 @@ class _Parser:
                     if literal == "{":
                         self.i -= 1
                         return self.parse_stage()
+                    following = self.peek()
+                    if (
+                        literal == "time"
+                        and isinstance(following, Word)
+                        and following.literal == "-p"
+                    ):
+                        self.i += 1
                     continue
                 if literal in _END_WORDS:
                     continue

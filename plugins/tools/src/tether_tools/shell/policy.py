@@ -21,9 +21,10 @@ that comes from a variable, shell code produced by a substitution, text piped in
 
 Allow and deny rules are shell-style globs matched against a simple command written as
 ``program arg arg`` (program without its directory): ``"git push"`` matches ``git push``
-and ``git push origin main``; ``"docker *"`` matches every docker command. A rule is also
-matched against the whole command line. Deny rules win over allow rules; allow rules
-override the built-in rules for the commands they match.
+and ``git push origin main``; ``"docker *"`` matches every docker command. A deny rule is
+also matched against the whole command line. Deny rules win over allow rules; allow rules
+override the built-in rules for the simple commands they match, never for the rest of
+the line (``git status*`` does not let ``git status; rm -rf ~`` through).
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class CommandPolicy:
                 False, f"The command matches the deny rule `{rule}` in the shell settings."
             )
         whole_allowed = _match(self.allow, _squash(line))
-        walker = _Walker(self, builtin=whole_allowed is None)
+        walker = _Walker(self, builtin=True)
         try:
             reason = walker.script(command)
         except ParseError as exc:
