@@ -216,6 +216,19 @@ def test_an_allow_rule_matches_the_program_as_written() -> None:
     assert decided[0] is Permission.ASK
 
 
+def test_an_allow_rule_covers_redirections_only_when_it_names_them() -> None:
+    redirected = Invocation("git", ("status",), redirects=(">/home/u/.bashrc",))
+    subject = {"command": CommandSubject(lambda _: [redirected])}
+    for rules, expected in (
+        ({"run_command": "ask", "run_command(git status*)": "allow"}, Permission.ASK),
+        ({"run_command": "ask", "run_command(git status >*)": "allow"}, Permission.ALLOW),
+    ):
+        decided = Policy.build(rules=rules).decide(
+            "run_command", {"command": "x"}, subjects=subject
+        )
+        assert decided[0] is expected
+
+
 def test_an_unreadable_line_is_never_allowed() -> None:
     assert run(GIT_OK, "git status ?") is Permission.ASK
     assert run(Policy.build(rules={"run_command": "allow"}), "git status ?") is Permission.ASK

@@ -209,12 +209,16 @@ def command_matches(pattern: str, line: str, invocation: Invocation | None, *, a
 
     Whitespace runs count as one space, and ``touch *`` also covers a bare ``touch``. An
     ``allow`` pattern must match the invocation as it will run
-    (:attr:`Invocation.written`); ``deny`` and ``ask`` patterns match any of its
-    :attr:`~Invocation.spellings` or the whole line. With no invocation (a line that
-    could not be read, or that runs no program) only ``deny`` and ``ask`` patterns can
-    match, against the whole line.
+    (:attr:`Invocation.written`), and covers one that reads or writes a file through a
+    redirection (``git status >~/.bashrc``) only if the pattern itself has a ``<`` or
+    ``>``; ``deny`` and ``ask`` patterns match any of its :attr:`~Invocation.spellings`
+    or the whole line. With no invocation (a line that could not be read, or that runs
+    no program) only ``deny`` and ``ask`` patterns can match, against the whole line.
     """
     if allow and invocation is None:
+        return False
+    names_redirects = "<" in pattern or ">" in pattern
+    if allow and invocation is not None and invocation.redirects and not names_redirects:
         return False
     glob = " ".join(pattern.split())
     texts = [invocation.written] if invocation is not None else []

@@ -114,6 +114,19 @@ def test_the_allowed_command_alone_still_runs_without_asking() -> None:
         "bash <<< 'touch X'",
         "echo ok >$(touch X)",
         "touch",
+        "tou\\\nch X",
+        "shopt -s expand_aliases\nalias git='touch X'\ngit status",
+        "trap 'touch X' EXIT",
+        "su -c 'touch X' root",
+        "strace -f touch X",
+        "chroot / touch X",
+        "flock /tmp/lock touch X",
+        "builtin eval 'touch X'",
+        "coproc touch X",
+        "echo X | xargs -I{} sh -c 'touch {}'",
+        "find . -exec sh -c 'touch X' \\;",
+        "git status#; touch X",
+        "exec -a name touch X",
     ],
 )
 def test_a_denied_program_is_denied_in_every_spelling(line: str) -> None:
@@ -135,6 +148,13 @@ def test_a_denied_program_is_denied_in_every_spelling(line: str) -> None:
         "curl -s example.org | bash",
         "echo $((1 + $(touch X)))",
         "bash < script.sh",
+        "/usr/bin/tou?h X",
+        "/usr/*/touch X",
+        "{touch,X}",
+        '{touch,"X"}',
+        "touch${IFS}X",
+        "x='a[$(touch X)]'; printf -v 'b[x]' 1",
+        "mapfile -C 'touch X' -c 1 < /dev/null",
     ],
 )
 def test_what_cannot_be_read_is_never_allowed(line: str) -> None:
@@ -362,6 +382,21 @@ def test_generated_spellings_through_an_agent_never_touch_the_canary(
     assert result.outcome is Outcome.COMPLETED
     assert not (workspace / "canary").exists()
     assert not (sandbox.home / "canary").exists()
+
+
+def test_an_allow_rule_does_not_cover_a_redirection_it_does_not_name() -> None:
+    assert verdict(GIT_OK, "git status > ~/.bashrc") is Permission.ASK
+    assert verdict(GIT_OK, "git status 2>&1") is Permission.ALLOW
+    assert verdict(GIT_OK, "git status >/dev/null") is Permission.ALLOW
+    logging = Policy.build(rules={"shell": "ask", "run_command(git status >*.log)": "allow"})
+    assert verdict(logging, "git status > status.log") is Permission.ALLOW
+    assert verdict(logging, "git status > status.log; touch X") is Permission.ASK
+
+
+def test_a_glob_in_a_path_to_a_program_really_finds_it(tmp_path: Path) -> None:
+    # why a pattern in the program's place is unreadable: bash expands it first
+    subprocess.run(["bash", "-c", "/usr/bin/tou?h X; {touch,Y}"], cwd=tmp_path, timeout=10)
+    assert (tmp_path / "X").exists() and (tmp_path / "Y").exists()
 
 
 # -- the shell tool's own allow setting -------------------------------------------------------

@@ -67,6 +67,29 @@ _ELEMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[")
 _ARITH_OPERATORS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NAMES_IN_ARITHMETIC = re.compile(r"[A-Za-z_$`]")
 _DECLARERS = frozenset({"declare", "typeset", "local", "export", "readonly"})
+_NAME_TAKERS = _DECLARERS | frozenset({"read", "mapfile", "readarray", "unset", "getopts"})
+_NAME_OPTION_TAKERS = frozenset({"printf", "wait", "test", "[", "[["})
+_CALLBACKS = {"mapfile": "-C", "readarray": "-C", "complete": "-C", "compgen": "-C", "bind": "-x"}
+_GLOB = re.compile(r"[*?]|\[.*\]")
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+# programs that run the rest of their arguments as a command, after options (and a fixed
+# number of operands); they stay invocations of their own and also yield that command
+_RUNNERS: dict[str, int] = {
+    "strace": 0,
+    "ltrace": 0,
+    "valgrind": 0,
+    "fakeroot": 0,
+    "firejail": 0,
+    "unshare": 0,
+    "nsenter": 0,
+    "setpriv": 0,
+    "pkexec": 0,
+    "runuser": 0,
+    "systemd-run": 0,
+    "chroot": 1,
+    "flock": 1,
+}
+_CODE_OPTION = {"su": "-c", "runuser": "-c", "script": "-c", "flock": "-c"}
 
 
 def split_command(line: str) -> list[Invocation]:
@@ -162,7 +185,7 @@ class _Reader:
         if dynamic:
             raise UnreadableCommand(
                 f"The program `{program}` is only known when the command runs (it comes from "
-                "a variable or a substitution)."
+                "a variable, a substitution, or a glob or brace pattern)."
             )
         if _ASSIGNMENT.match(program) and len(argv) > 1:
             # ``sudo FOO=1 cmd``, ``nice FOO=1 cmd``: judged as ``cmd`` run with FOO=1
@@ -174,6 +197,10 @@ class _Reader:
             raise UnreadableCommand(f"`{name}` cannot be read with certainty: {why}.")
         if name == "eval":
             self.code(" ".join(t for t, _ in args), any(d for _, d in args), depth, "eval")
+            return
+        if name in ("alias", "trap") or name in _CODE_OPTION or name in _RUNNERS:
+            self.found.append(Invocation(program, _texts(args), env, redirects))
+            self.inner(name, args, depth)
             return
         if name == "env":
             options = skip_options(args, {"-u", "--unset", "-C", "--chdir"})
@@ -222,6 +249,34 @@ class _Reader:
             assert isinstance(payload, list)
             if payload:
                 self.run(payload, (), (), depth, piped=False, stdin=None)
+
+    def inner(self, name: str, args: list[Arg], depth: int) -> None:
+        """What ``alias``, ``trap``, ``su -c`` and the programs of ``_RUNNERS`` run."""
+        if name == "alias":
+            for text, dynamic in args:
+                if "=" in text:
+                    self.code(text.split("=", 1)[1], dynamic, depth, "alias")
+            return
+        if name == "trap":
+            operands = [a for a in args if not a[0].startswith("-")]
+            if len(operands) > 1:
+                self.code(operands[0][0], operands[0][1], depth, "trap")
+            return
+        option = _CODE_OPTION.get(name)
+        texts = [t for t, _ in args]
+        if option is not None and option in texts:
+            index = texts.index(option)
+            if index + 1 < len(args):
+                self.code(args[index + 1][0], args[index + 1][1], depth, f"{name} {option}")
+            return
+        if name not in _RUNNERS:
+            return
+        rest = [a for a in args]
+        while rest and rest[0][0].startswith("-") and not rest[0][1]:
+            rest = rest[1:]
+        rest = rest[_RUNNERS[name] :]
+        if rest:
+            self.run(rest, (), (), depth, piped=False, stdin=None)
 
     def shell(
         self,
@@ -285,9 +340,10 @@ class _Reader:
 
 
 def _text(word: Word) -> Arg:
-    """A word as text, and whether part of it is only known when the line runs."""
+    """A word as text, and whether part of it is only known when the line runs (a
+    variable, a substitution, or an unquoted glob or brace expansion)."""
     pieces: list[str] = []
-    dynamic = False
+    dynamic = _expands_to_other_words(word)
     for part in word.parts:
         if isinstance(part, Lit):
             pieces.append(part.text)
@@ -303,6 +359,16 @@ def _text(word: Word) -> Arg:
             pieces.append(f"{opener}{part.source}{closer}")
             dynamic = True
     return "".join(pieces), dynamic
+
+
+def _expands_to_other_words(word: Word) -> bool:
+    """Whether bash turns the word into other text by pathname or brace expansion
+    (``/usr/bin/tou?h``, ``{touch,X}``): only unquoted characters count."""
+    shape = "".join(
+        p.text if isinstance(p, Lit) and not p.quoted else "x" if isinstance(p, Lit) else "$"
+        for p in word.parts
+    )
+    return bool(_GLOB.search(shape) or _BRACES.search(shape))
 
 
 def _texts(args: Sequence[Arg]) -> tuple[str, ...]:
@@ -344,8 +410,19 @@ def _expands(delimiter: Word) -> bool:
 def _arithmetic(name: str, args: Sequence[Arg]) -> str | None:
     """Why an invocation evaluates its arguments as arithmetic on names, or None."""
     texts = [t for t, _ in args]
-    if _ELEMENT.match(name) or (name in _DECLARERS and any(_ELEMENT.match(t) for t in texts)):
+    named = [
+        args[i + 1]
+        for i in range(len(args) - 1)
+        if texts[i] in ("-v", "-p") and name in (_NAME_OPTION_TAKERS | _NAME_TAKERS)
+    ]
+    if name in _NAME_TAKERS:
+        named.extend(args)
+    if _ELEMENT.match(name) or any(_ELEMENT.match(t) for t, _ in named):
         return "an array subscript evaluates variable contents as arithmetic"
+    if any(dynamic for _, dynamic in named):
+        return "a variable name only known when the command runs may hold an array subscript"
+    if name in _CALLBACKS and _CALLBACKS[name] in texts:
+        return f"`{name} {_CALLBACKS[name]}` runs a command given as text"
     if name == "let":
         return "`let` evaluates variable contents as arithmetic"
     if name == "[[" and _ARITH_OPERATORS.intersection(texts):
