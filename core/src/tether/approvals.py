@@ -11,8 +11,13 @@ A :class:`Policy` is a list of rules read from configuration or given per Agent:
     "web_fetch(url=https://internal.*)" = "deny"   # ... a named argument
     "*" = "ask"                                # everything else
 
-Patterns are shell-style globs over the whole argument value (``*`` also matches ``/``).
-The most specific matching rule wins: a rule with a pattern beats a bare tool name, which
+Patterns are shell-style globs (``*`` also matches ``/``) over the named argument, else
+the tool's first declared subject, else its first text argument. A tool's subjects
+(:mod:`tether.subjects`) make rules see meaning, not spelling: a path argument is
+resolved against the workspace first (``docs/../src/x`` is ``src/x``; outside the
+workspace no ``allow`` pattern matches), a command line is decided per program it runs
+(a ``deny`` matching any of them denies the line, ``allow`` must cover every one) and a
+line that cannot be read is never allowed. The most specific matching rule wins: a rule with a pattern beats a bare tool name, which
 beats a toolset name, which beats ``*``; among equally specific rules ``deny`` beats
 ``ask`` beats ``allow``. With no matching rule a call is allowed.
 
