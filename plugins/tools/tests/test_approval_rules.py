@@ -426,3 +426,29 @@ def test_arithmetic_that_evaluates_a_variable_is_never_allowed(line: str, tmp_pa
     assert (tmp_path / "X").exists(), line
     assert verdict(NO_TOUCH, line) is not Permission.ALLOW
     assert verdict(ALL_SHELL, line) is Permission.ASK
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "/usr/bin/tou?h X",
+        "{touch,X}",
+        "strace -f touch X",
+        "shopt -s expand_aliases\nalias g='touch X'\ng",
+        "trap 'touch X' EXIT",
+        "x='a[$(touch X)]'; echo $((x))",
+    ],
+)
+def test_the_shell_deny_setting_holds_where_the_approval_rules_do(line: str) -> None:
+    from tether_tools.shell import check_command
+
+    assert not check_command(line, deny=["touch *"]).allowed
+    assert check_command("git status", deny=["touch *"]).allowed
+
+
+@settings(max_examples=150, deadline=None)
+@given(line=around(touch_commands()))
+def test_no_generated_spelling_passes_the_shell_deny_setting(line: str) -> None:
+    from tether_tools.shell import check_command
+
+    assert not check_command(line, deny=["touch *"]).allowed

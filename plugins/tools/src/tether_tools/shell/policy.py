@@ -122,9 +122,33 @@ class CommandPolicy:
             )
         if reason is not None:
             return Decision(False, reason)
+        if self.deny and (reason := self._denied_invocation(command)) is not None:
+            return Decision(False, reason)
         if whole_allowed is not None:
             return Decision(True, f"Allowed by the rule `{whole_allowed}`.")
         return Decision(True, "No policy rule matched.")
+
+    def _denied_invocation(self, command: str) -> str | None:
+        """Why a program the line runs matches a deny rule, read as the approval rules
+        read it (:mod:`.invocations`: globs and braces in a program's place, aliases,
+        ``strace``-style runners); a line it cannot read cannot be held to the deny rules
+        and is refused."""
+        from tether.errors import UnreadableCommand
+
+        from .invocations import split_command
+
+        try:
+            invocations = split_command(command)
+        except UnreadableCommand as exc:
+            return (
+                f"The command cannot be checked against the deny rules in the shell settings: "
+                f"{exc} Write it out plainly."
+            )
+        for invocation in invocations:
+            for spelling in invocation.spellings:
+                if (rule := _match(self.deny, _squash(spelling))) is not None:
+                    return f"`{_short(spelling)}` matches the deny rule `{rule}` in the shell settings."
+        return None
 
 
 def check_command(command: str, *, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> Decision:
@@ -139,7 +163,11 @@ def _squash(text: str) -> str:
 def _match(patterns: Sequence[str], line: str) -> str | None:
     for pattern in patterns:
         squashed = _squash(pattern)
-        if fnmatch.fnmatchcase(line, squashed) or fnmatch.fnmatchcase(line, squashed + " *"):
+        if any(
+            fnmatch.fnmatchcase(text, glob)
+            for text in (line, line + " ")
+            for glob in (squashed, squashed + " *")
+        ):
             return pattern
     return None
 
