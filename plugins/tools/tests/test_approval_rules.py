@@ -452,3 +452,114 @@ def test_no_generated_spelling_passes_the_shell_deny_setting(line: str) -> None:
     from tether_tools.shell import check_command
 
     assert not check_command(line, deny=["touch *"]).allowed
+
+
+# -- the reader agrees with bash -------------------------------------------------------------
+STUBS = ("touch", "git", "ls", "mkdir", "cat", "hello")
+
+
+@pytest.fixture
+def stub_path(sandbox: Sandbox) -> Path:
+    """A folder of stand-in programs that only log their name, first on PATH."""
+    folder = sandbox.root / "stubs"
+    folder.mkdir(exist_ok=True)
+    for name in STUBS:
+        stub = folder / name
+        stub.write_text(f'#!/bin/sh\necho "{name}" >> "$RAN_LOG"\n')
+        stub.chmod(0o755)
+    return folder
+
+
+def ran_by_bash(line: str, stubs: Path, scratch: Path) -> set[str]:
+    """The stand-in programs bash really runs for ``line`` (in a scratch folder)."""
+    log = scratch / "ran.log"
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "RAN_LOG": str(log), "HOME": str(scratch)}
+    subprocess.run(
+        ["bash", "-c", line],
+        cwd=scratch,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=20,
+    )
+    return set(log.read_text().split()) if log.exists() else set()
+
+
+PROGRAMS = st.sampled_from(
+    ["touch a", "git status", "ls -l", "mkdir -p d", "cat /dev/null", "hello"]
+)
+
+
+@st.composite
+def random_lines(draw: st.DrawFn) -> str:
+    wrappers = draw(st.lists(WRAPPERS.filter(lambda w: "sudo" not in w), max_size=2))
+    return " ".join([*wrappers, draw(PROGRAMS)])
+
+
+def _spelled(name: str) -> st.SearchStrategy[str]:
+    """``name`` in the quoting forms bash reads as the same word."""
+    head, tail = name[0], name[1:]
+    return st.sampled_from(
+        [
+            name,
+            f"\\{name}",
+            f"'{name}'",
+            f'"{name}"',
+            f"$'{name}'",
+            f"{head}''{tail}",
+            f'{head}""{tail}',
+        ]
+    )
+
+
+SIMPLE = st.builds(
+    lambda program, args: f"{program}{args}",
+    st.sampled_from(STUBS).flatmap(_spelled),
+    st.sampled_from(["", " a", " 'a b'", " -x"]),
+)
+
+
+def _compose(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    lists = st.builds(
+        lambda first, rest: first + "".join(f"{sep}{cmd}" for sep, cmd in rest),
+        inner,
+        st.lists(st.tuples(SEPARATORS, inner), max_size=2),
+    )
+    return st.one_of(
+        st.builds(lambda w, c: f"{w} {c}", WRAPPERS.filter(lambda w: "sudo" not in w), inner),
+        lists.map(lambda c: f"( {c} )"),
+        lists.map(lambda c: f"{{ {c}; }}"),
+        lists.map(lambda c: f"echo $( {c} )"),
+        lists.map(lambda c: f"cat <( {c} )"),
+        lists.map(lambda c: f"bash -c {shlex.quote(c)}"),
+        lists.map(lambda c: f"eval {shlex.quote(c)}"),
+        lists.map(lambda c: f"bash <<< {shlex.quote(c)}"),
+        lists.map(lambda c: f"f() {{ {c}; }}; f"),
+        lists.map(lambda c: f"if true; then {c}; fi"),
+        lists.map(lambda c: f"for i in 1; do {c}; done"),
+        lists.map(lambda c: f"case x in x) {c};; esac"),
+        lists.map(lambda c: f"X=$({c})"),
+        lists.map(lambda c: f"echo a > $({c})"),
+        lists.map(lambda c: f"cat <<EOF\n$({c})\nEOF"),
+        lists.map(lambda c: f"echo a | xargs -I{{}} sh -c {shlex.quote(c)}"),
+        lists.map(lambda c: f"trap {shlex.quote(c)} EXIT"),
+        lists.map(lambda c: f"echo {shlex.quote(c)} | bash"),
+    )
+
+
+SHAPES = st.recursive(SIMPLE, _compose, max_leaves=6)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(line=st.one_of(around(random_lines()), SHAPES))
+def test_every_program_bash_runs_is_one_the_reader_names(
+    stub_path: Path, tmp_path_factory: pytest.TempPathFactory, line: str
+) -> None:
+    try:
+        names = {invocation.name for invocation in split_command(line)}
+    except UnreadableCommand:
+        return  # never allowed: nothing to compare
+    ran = ran_by_bash(line, stub_path, tmp_path_factory.mktemp("scratch"))
+    assert ran <= names, f"{line!r} ran {sorted(ran - names)} unseen"

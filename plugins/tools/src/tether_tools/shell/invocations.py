@@ -335,8 +335,11 @@ class _Reader:
         for redirect in redirects:
             self.word_code(redirect.target, depth)
             if redirect.body is not None and _expands(redirect.target):
-                for sub in heredoc_substitutions(redirect.body):
-                    self.script(sub.source, depth + 1)
+                try:
+                    substitutions = heredoc_substitutions(redirect.body)
+                except ParseError as exc:
+                    raise UnreadableCommand(f"A here-document could not be read: {exc}.") from None
+                self.word_code(Word(list(substitutions)), depth)
 
 
 def _text(word: Word) -> Arg:

@@ -652,6 +652,20 @@ def parse(source: str) -> list[Pipeline]:
 
 def heredoc_substitutions(body: str) -> list[Sub]:
     """The command substitutions a here-document with an unquoted delimiter runs when
-    its ``body`` is expanded (read as a double-quoted word); raises :class:`ParseError`."""
-    lexer = _Lexer('"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"')
-    return lexer._word().substitutions()
+    its ``body`` is expanded (as in double quotes, but ``"`` is an ordinary character);
+    raises :class:`ParseError`."""
+    lexer = _Lexer(body)
+    found: list[Sub] = []
+    while lexer.i < len(body):
+        c = body[lexer.i]
+        if c == "\\":
+            lexer.i += 2
+        elif c == "$":
+            part = lexer._dollar(quoted=True)
+            if isinstance(part, Sub):
+                found.append(part)
+        elif c == "`":
+            found.append(lexer._backticks())
+        else:
+            lexer.i += 1
+    return found
