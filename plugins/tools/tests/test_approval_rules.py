@@ -6,7 +6,10 @@ sandbox with sentinel files as the payload."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import shlex
+import signal
 import subprocess
 from pathlib import Path
 
@@ -115,7 +118,6 @@ def test_the_allowed_command_alone_still_runs_without_asking() -> None:
         "echo ok >$(touch X)",
         "touch",
         "tou\\\nch X",
-        "shopt -s expand_aliases\nalias git='touch X'\ngit status",
         "trap 'touch X' EXIT",
         "su -c 'touch X' root",
         "strace -f touch X",
@@ -123,7 +125,7 @@ def test_the_allowed_command_alone_still_runs_without_asking() -> None:
         "flock /tmp/lock touch X",
         "builtin eval 'touch X'",
         "coproc touch X",
-        "echo X | xargs -I{} sh -c 'touch {}'",
+        "echo X | xargs sh -c 'touch X'",
         "find . -exec sh -c 'touch X' \\;",
         "git status#; touch X",
         "exec -a name touch X",
@@ -155,6 +157,13 @@ def test_a_denied_program_is_denied_in_every_spelling(line: str) -> None:
         "touch${IFS}X",
         "x='a[$(touch X)]'; printf -v 'b[x]' 1",
         "mapfile -C 'touch X' -c 1 < /dev/null",
+        "source <(echo touch X)",
+        "echo X | xargs -I{} sh -c 'touch {}'",
+        "shopt -s expand_aliases\nalias git='touch X'\ngit status",
+        "bash <(echo touch X)",
+        "echo touch | xargs -I{} {} X",
+        "echo touch | xargs -I % sh -c '% X'",
+        "find . -name touch -exec {} X \\;",
     ],
 )
 def test_what_cannot_be_read_is_never_allowed(line: str) -> None:
@@ -473,15 +482,27 @@ def stub_path(sandbox: Sandbox) -> Path:
 def ran_by_bash(line: str, stubs: Path, scratch: Path) -> set[str]:
     """The stand-in programs bash really runs for ``line`` (in a scratch folder)."""
     log = scratch / "ran.log"
-    env = {"PATH": f"{stubs}:/usr/bin:/bin", "RAN_LOG": str(log), "HOME": str(scratch)}
-    subprocess.run(
+    env = {
+        "PATH": f"{stubs}:/usr/bin:/bin",
+        "RAN_LOG": str(log),
+        "HOME": str(scratch),
+        "FUNCNEST": "20",
+    }
+    process = subprocess.Popen(
         ["bash", "-c", line],
         cwd=scratch,
         env=env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=20,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        pytest.fail(f"{line!r} did not finish in 10 s")
     return set(log.read_text().split()) if log.exists() else set()
 
 
@@ -519,6 +540,12 @@ SIMPLE = st.builds(
 )
 
 
+_COUNTER = itertools.count()
+NAMES = st.builds(lambda: f"fn_{next(_COUNTER)}")
+"""Names for generated functions and aliases, never the same twice (so none calls itself,
+even while hypothesis shrinks an example)."""
+
+
 def _compose(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     lists = st.builds(
         lambda first, rest: first + "".join(f"{sep}{cmd}" for sep, cmd in rest),
@@ -534,7 +561,7 @@ def _compose(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         lists.map(lambda c: f"bash -c {shlex.quote(c)}"),
         lists.map(lambda c: f"eval {shlex.quote(c)}"),
         lists.map(lambda c: f"bash <<< {shlex.quote(c)}"),
-        lists.map(lambda c: f"f() {{ {c}; }}; f"),
+        st.builds(lambda c, f: f"{f}() {{ {c}; }}; {f}", lists, NAMES),
         lists.map(lambda c: f"if true; then {c}; fi"),
         lists.map(lambda c: f"for i in 1; do {c}; done"),
         lists.map(lambda c: f"case x in x) {c};; esac"),
@@ -544,6 +571,19 @@ def _compose(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         lists.map(lambda c: f"echo a | xargs -I{{}} sh -c {shlex.quote(c)}"),
         lists.map(lambda c: f"trap {shlex.quote(c)} EXIT"),
         lists.map(lambda c: f"echo {shlex.quote(c)} | bash"),
+        lists.map(lambda c: f"source <(echo {shlex.quote(c)})"),
+        lists.map(lambda c: f"bash <(echo {shlex.quote(c)})"),
+        lists.map(lambda c: f"echo a | xargs -I{{}} sh -c {shlex.quote(c + '; {} a')}"),
+        lists.map(lambda c: f"echo $(({c}) )"),
+        lists.map(lambda c: f"echo ${{u:-$({c})}}"),
+        lists.map(lambda c: f"! {c}"),
+        lists.map(lambda c: f"echo a | while read l; do {c}; done"),
+        st.builds(lambda c, f: f"function {f} {{ {c}; }}; {f}", lists, NAMES),
+        st.builds(
+            lambda c, f: f"shopt -s expand_aliases\nalias {f}={shlex.quote(c)}\n{f}", lists, NAMES
+        ),
+        st.sampled_from(STUBS).map(lambda n: f"echo {n} | xargs -I{{}} {{}} a"),
+        st.sampled_from(STUBS).map(lambda n: f"echo {n} | xargs -I % sh -c '% a'"),
     )
 
 

@@ -185,7 +185,7 @@ class _Reader:
         if dynamic:
             raise UnreadableCommand(
                 f"The program `{program}` is only known when the command runs (it comes from "
-                "a variable, a substitution, or a glob or brace pattern)."
+                "a variable, a substitution, a glob or brace pattern, or input)."
             )
         if _ASSIGNMENT.match(program) and len(argv) > 1:
             # ``sudo FOO=1 cmd``, ``nice FOO=1 cmd``: judged as ``cmd`` run with FOO=1
@@ -220,10 +220,19 @@ class _Reader:
             else:
                 self.found.append(Invocation(program, _texts(args), env, redirects))
             return
+        if name in ("source", ".") and args and args[0][1]:
+            raise UnreadableCommand(
+                f"`{name} {args[0][0]}` runs a script only known when the command runs."
+            )
         if name in _PRIVILEGE:
             self.found.append(Invocation(program, _texts(args), env, redirects))
             inner = skip_options(args, _PRIVILEGE[name])
-            if inner:
+            shell = any(
+                t in ("-s", "-i", "--shell", "--login") for t, _ in args[: len(args) - len(inner)]
+            )
+            if inner and shell:
+                self.code(" ".join(t for t, _ in inner), any(d for _, d in inner), depth, name)
+            elif inner:
                 self.run(inner, (), redirects, depth, piped=piped, stdin=stdin)
             return
         if name in SHELLS and name != "busybox":
@@ -234,6 +243,8 @@ class _Reader:
             assert isinstance(payload, tuple)
             self.code(payload[0], payload[1], depth, name)
             return
+        if kind == "argv" and isinstance(payload, list):
+            payload = _mark_input(name, args, payload)
         if kind == "argv" and name != "find":
             assert isinstance(payload, list)
             if payload:
@@ -253,9 +264,12 @@ class _Reader:
     def inner(self, name: str, args: list[Arg], depth: int) -> None:
         """What ``alias``, ``trap``, ``su -c`` and the programs of ``_RUNNERS`` run."""
         if name == "alias":
-            for text, dynamic in args:
-                if "=" in text:
-                    self.code(text.split("=", 1)[1], dynamic, depth, "alias")
+            if any("=" in text for text, _ in args):
+                raise UnreadableCommand(
+                    "An alias's text is read where the alias is used (with `shopt -s "
+                    "expand_aliases`), in ways that cannot be followed here; run the "
+                    "commands directly."
+                )
             return
         if name == "trap":
             operands = [a for a in args if not a[0].startswith("-")]
@@ -308,6 +322,10 @@ class _Reader:
             raise UnreadableCommand(
                 f"Text piped into `{name}` runs as commands that are only known when the "
                 "command runs."
+            )
+        if operands and operands[0][1]:
+            raise UnreadableCommand(
+                f"`{name} {operands[0][0]}` runs a script only known when the command runs."
             )
         self.found.append(Invocation(program, _texts(args), env, redirects))
 
@@ -433,3 +451,20 @@ def _arithmetic(name: str, args: Sequence[Arg]) -> str | None:
     if name in _DECLARERS and any(t.startswith(("-", "+")) and "i" in t[1:] for t in texts):
         return f"`{name} -i` evaluates assigned values as arithmetic"
     return None
+
+
+def _mark_input(name: str, args: Sequence[Arg], inner: list[Arg]) -> list[Arg]:
+    """``inner`` with the words ``xargs -I R`` or ``find -exec`` put their input into
+    marked as only known when the command runs (``xargs -I{} {} a`` runs its input)."""
+    texts = [t for t, _ in args]
+    marks: list[str] = []
+    if name == "find":
+        marks.append("{}")
+    elif name == "xargs":
+        marks += [texts[i + 1] for i in range(len(texts) - 1) if texts[i] == "-I"]
+        marks += [t[2:] for t in texts if t.startswith("-I") and len(t) > 2]
+        marks += [t.split("=", 1)[1] or "{}" for t in texts if t.startswith("--replace=")]
+        if any(t in ("-i", "--replace") for t in texts):
+            marks.append("{}")
+    marks = [m for m in marks if m]
+    return [(t, d or any(m in t for m in marks)) for t, d in inner]

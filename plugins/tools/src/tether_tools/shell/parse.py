@@ -618,6 +618,9 @@ class _Parser:
                         and following.literal == "-p"
                     ):
                         self.i += 1
+                    if not command.assignments and not command.redirects:
+                        # ``do function f { ...; }``, ``then case ...``: a compound command
+                        return self.parse_stage()
                     continue
                 if literal in _END_WORDS:
                     continue
