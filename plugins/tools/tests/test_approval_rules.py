@@ -467,20 +467,30 @@ def test_no_generated_spelling_passes_the_shell_deny_setting(line: str) -> None:
 STUBS = ("touch", "git", "ls", "mkdir", "cat", "hello")
 
 
+_RUNTIME = ("$", "*", "?", "{", "<(")
+"""What in a read argument stands for text only known when the line runs."""
+
+
 @pytest.fixture
 def stub_path(sandbox: Sandbox) -> Path:
-    """A folder of stand-in programs that only log their name, first on PATH."""
+    """A folder of stand-in programs that only log their name and arguments (one write
+    per call, fields split by US, records by RS), first on PATH."""
     folder = sandbox.root / "stubs"
     folder.mkdir(exist_ok=True)
     for name in STUBS:
         stub = folder / name
-        stub.write_text(f'#!/bin/sh\necho "{name}" >> "$RAN_LOG"\n')
+        stub.write_text(
+            f'#!/bin/bash\nrecord="{name}"\n'
+            'for a in "$@"; do record+=$\'\\x1f\'"$a"; done\n'
+            'printf \'%s\\x1e\' "$record" >> "$RAN_LOG"\n'
+        )
         stub.chmod(0o755)
     return folder
 
 
-def ran_by_bash(line: str, stubs: Path, scratch: Path) -> set[str]:
-    """The stand-in programs bash really runs for ``line`` (in a scratch folder)."""
+def ran_by_bash(line: str, stubs: Path, scratch: Path) -> list[tuple[str, ...]]:
+    """The stand-in programs bash really runs for ``line`` (in a scratch folder), each as
+    its argv."""
     log = scratch / "ran.log"
     env = {
         "PATH": f"{stubs}:/usr/bin:/bin",
@@ -503,7 +513,9 @@ def ran_by_bash(line: str, stubs: Path, scratch: Path) -> set[str]:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         pytest.fail(f"{line!r} did not finish in 10 s")
-    return set(log.read_text().split()) if log.exists() else set()
+    if not log.exists():
+        return []
+    return [tuple(record.split("\x1f")) for record in log.read_text().split("\x1e") if record]
 
 
 PROGRAMS = st.sampled_from(
@@ -598,8 +610,13 @@ def test_every_program_bash_runs_is_one_the_reader_names(
     stub_path: Path, tmp_path_factory: pytest.TempPathFactory, line: str
 ) -> None:
     try:
-        names = {invocation.name for invocation in split_command(line)}
+        invocations = split_command(line)
     except UnreadableCommand:
         return  # never allowed: nothing to compare
-    ran = ran_by_bash(line, stub_path, tmp_path_factory.mktemp("scratch"))
-    assert ran <= names, f"{line!r} ran {sorted(ran - names)} unseen"
+    for name, *args in ran_by_bash(line, stub_path, tmp_path_factory.mktemp("scratch")):
+        read = [i for i in invocations if i.name == name]
+        assert read, f"{line!r} ran {name}, which the reader did not name"
+        # the arguments too, where the reader could know them (no expansion left)
+        assert any(
+            list(i.args) == args or any(m in a for a in i.args for m in _RUNTIME) for i in read
+        ), f"{line!r} ran {[name, *args]}; the reader saw {[i.args for i in read]}"
