@@ -17,9 +17,11 @@ the tool's first declared subject, else its first text argument. A tool's subjec
 resolved against the workspace first (``docs/../src/x`` is ``src/x``; outside the
 workspace no ``allow`` pattern matches), a command line is decided per program it runs
 (a ``deny`` matching any of them denies the line, ``allow`` must cover every one) and a
-line that cannot be read is never allowed. The most specific matching rule wins: a rule with a pattern beats a bare tool name, which
-beats a toolset name, which beats ``*``; among equally specific rules ``deny`` beats
-``ask`` beats ``allow``. With no matching rule a call is allowed.
+line that cannot be read is never allowed.
+
+The most specific matching rule wins: a rule with a pattern beats a bare tool name,
+which beats a toolset name, which beats ``*``; among equally specific rules ``deny``
+beats ``ask`` beats ``allow``. With no matching rule a call is allowed.
 
 ``ask`` goes to the approval callback (``Agent(approval=...)``, sync or async), which
 returns an :class:`Approval` (or ``True``/``False``, or ``"allow"``/``"deny"``/``"always"``).
