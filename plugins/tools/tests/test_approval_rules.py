@@ -71,6 +71,8 @@ def test_the_allowed_command_alone_still_runs_without_asking() -> None:
         assert verdict(GIT_OK, line) is Permission.ALLOW, line
     assert verdict(GIT_OK, "git status; git status -s") is Permission.ALLOW
     assert verdict(GIT_OK, "env git status") is Permission.ALLOW
+    # ... but not where a wrapper moves it: `rm -rf build` in / is another command
+    assert verdict(GIT_OK, "env -C / git status") is Permission.ASK
 
 
 @pytest.mark.parametrize(

@@ -215,10 +215,12 @@ class _Reader:
             while rest and _ASSIGNMENT.match(rest[0][0]):
                 env = (*env, rest[0][0])
                 rest = rest[1:]
+            moves = any(t in ("-C", "--chdir") or t.startswith("--chdir=") for t, _ in args)
+            if not rest or moves:
+                # ``env -C /`` runs the command elsewhere: not the command as written
+                self.found.append(Invocation(program, _texts(args), env, redirects))
             if rest:
                 self.run(rest, env, redirects, depth, piped=piped, stdin=stdin)
-            else:
-                self.found.append(Invocation(program, _texts(args), env, redirects))
             return
         if name in ("source", ".") and args and args[0][1]:
             raise UnreadableCommand(
