@@ -305,3 +305,43 @@ def test_os_path_spellings_agree_with_the_resolver(workspace: Path) -> None:
     for spelling in ("docs/link/key.txt", "docs/../secrets", "./docs/inner/.."):
         real = os.path.realpath(workspace / spelling)
         assert resolve_path(spelling, workspace).absolute == real
+
+
+@st.composite
+def symlink_chains(draw: st.DrawFn) -> tuple[list[tuple[str, str, bool]], str]:
+    """Links (where, name, absolute target?) chained towards ``secrets``, and the leaf
+    reached through the first one."""
+    length = draw(st.integers(1, 3))
+    places = [draw(st.sampled_from(["", "docs", "docs/inner", "src"])) for _ in range(length)]
+    links = [(place, f"hop{i}", draw(st.booleans())) for i, place in enumerate(places)]
+    leaf = draw(st.sampled_from(["key.txt", "missing.txt", ""]))
+    return links, leaf
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(chain=symlink_chains(), data=st.data())
+def test_a_chain_of_symlinks_into_a_denied_folder_is_denied(
+    tmp_path_factory: pytest.TempPathFactory,
+    chain: tuple[list[tuple[str, str, bool]], str],
+    data: st.DataObject,
+) -> None:
+    root = tmp_path_factory.mktemp("ws")
+    for folder in ("secrets", "docs/inner", "src"):
+        (root / folder).mkdir(parents=True)
+    (root / "secrets" / "key.txt").write_text("canary")
+    links, leaf = chain
+    target = root / "secrets"
+    for place, name, absolute in reversed(links):
+        link = root / place / name
+        link.symlink_to(target if absolute else os.path.relpath(target, link.parent))
+        target = link
+    first_place, first_name, _ = links[0]
+    parts = [p for p in first_place.split("/") if p] + [first_name] + ([leaf] if leaf else [])
+    spelling = _decorate(parts, data.draw)
+    assert decide(DENY_SECRETS, "read_file", root, path=spelling) is Permission.DENY
+    writes = Policy.build(rules={"write_file": "ask", "write_file(docs/**)": "allow"})
+    if first_place.startswith("docs"):
+        # a link inside docs/ that leads out of it is not covered by docs/**
+        assert decide(writes, "write_file", root, path=spelling) is Permission.ASK
