@@ -222,6 +222,7 @@ def test_an_allow_rule_covers_redirections_only_when_it_names_them() -> None:
     for rules, expected in (
         ({"run_command": "ask", "run_command(git status*)": "allow"}, Permission.ASK),
         ({"run_command": "ask", "run_command(git status >*)": "allow"}, Permission.ALLOW),
+        ({"run_command": "ask", "run_command(git status > /home/*)": "allow"}, Permission.ALLOW),
     ):
         decided = Policy.build(rules=rules).decide(
             "run_command", {"command": "x"}, subjects=subject

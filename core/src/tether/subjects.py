@@ -36,6 +36,7 @@ import fnmatch
 import functools
 import os
 import posixpath
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,7 +208,8 @@ def path_matches(pattern: str, path: ResolvedPath, *, allow: bool) -> bool:
 def command_matches(pattern: str, line: str, invocation: Invocation | None, *, allow: bool) -> bool:
     """Whether the glob ``pattern`` covers ``invocation`` of the command ``line``.
 
-    Whitespace runs count as one space, and ``touch *`` also covers a bare ``touch``. An
+    Whitespace runs count as one space (none after ``>`` or ``<``: redirections read as
+    ``>out.txt``), and ``touch *`` also covers a bare ``touch``. An
     ``allow`` pattern must match the invocation as it will run
     (:attr:`Invocation.written`), and covers one that reads or writes a file through a
     redirection (``git status >~/.bashrc``) only if the pattern itself has a ``<`` or
@@ -220,7 +222,7 @@ def command_matches(pattern: str, line: str, invocation: Invocation | None, *, a
     names_redirects = "<" in pattern or ">" in pattern
     if allow and invocation is not None and invocation.redirects and not names_redirects:
         return False
-    glob = " ".join(pattern.split())
+    glob = re.sub(r"([<>])\s+", r"\1", " ".join(pattern.split()))
     texts = [invocation.written] if invocation is not None else []
     if not allow:
         texts.extend(invocation.spellings if invocation is not None else ())
