@@ -624,6 +624,15 @@ class _Parser:
                     continue
                 if literal in _END_WORDS:
                     continue
+                if literal == "coproc":
+                    # ``coproc [NAME] { ...; }`` / ``( ... )``, or ``coproc cmd args``
+                    after, second = self.peek(), self.peek(1)
+                    if isinstance(after, Word) and _opens_compound(second):
+                        self.i += 1
+                        return self.parse_stage()
+                    if _opens_compound(after):
+                        return self.parse_stage()
+                    continue
                 assignment = _split_assignment(token)
                 if assignment is not None:
                     command.assignments.append(assignment)
@@ -634,6 +643,12 @@ class _Parser:
             if isinstance(token, _Op) and token.op not in ("\n", ";", "&", "&&", "||", ";;", ")"):
                 raise ParseError(f"unexpected `{token.op}`")
         return command
+
+
+def _opens_compound(token: _Token | None) -> bool:
+    return (isinstance(token, Word) and token.literal == "{") or (
+        isinstance(token, _Op) and token.op == "("
+    )
 
 
 def _split_assignment(word: Word) -> tuple[str, Word] | None:
