@@ -68,6 +68,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.scope",
             "tether.strategies",
             "tether.subagents",
+            "tether.subjects",
             "tether.sessions",
         ),
     ),

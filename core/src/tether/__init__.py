@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from .errors import UnknownComponentError as UnknownComponentError
     from .errors import UnknownProviderError as UnknownProviderError
     from .errors import UnknownToolError as UnknownToolError
+    from .errors import UnreadableCommand as UnreadableCommand
     from .errors import WallTimeExceeded as WallTimeExceeded
     from .errors import error_class_for_status as error_class_for_status
     from .errors import error_for_status as error_for_status
@@ -216,6 +217,7 @@ _LAZY = {
     "UnknownComponentError": "errors",
     "UnknownProviderError": "errors",
     "UnknownToolError": "errors",
+    "UnreadableCommand": "errors",
     "WallTimeExceeded": "errors",
     "error_class_for_status": "errors",
     "error_for_status": "errors",
@@ -347,6 +349,7 @@ __all__ = [
     "UnknownComponentError",
     "UnknownProviderError",
     "UnknownToolError",
+    "UnreadableCommand",
     "Usage",
     "WallTimeExceeded",
     "__version__",

@@ -11,10 +11,17 @@ A :class:`Policy` is a list of rules read from configuration or given per Agent:
     "web_fetch(url=https://internal.*)" = "deny"   # ... a named argument
     "*" = "ask"                                # everything else
 
-Patterns are shell-style globs over the whole argument value (``*`` also matches ``/``).
-The most specific matching rule wins: a rule with a pattern beats a bare tool name, which
-beats a toolset name, which beats ``*``; among equally specific rules ``deny`` beats
-``ask`` beats ``allow``. With no matching rule a call is allowed.
+Patterns are shell-style globs (``*`` also matches ``/``) over the named argument, else
+the tool's first declared subject, else its first text argument. A tool's subjects
+(:mod:`tether.subjects`) make rules see meaning, not spelling: a path argument is
+resolved against the workspace first (``docs/../src/x`` is ``src/x``; outside the
+workspace no ``allow`` pattern matches), a command line is decided per program it runs
+(a ``deny`` matching any of them denies the line, ``allow`` must cover every one) and a
+line that cannot be read is never allowed.
+
+The most specific matching rule wins: a rule with a pattern beats a bare tool name,
+which beats a toolset name, which beats ``*``; among equally specific rules ``deny``
+beats ``ask`` beats ``allow``. With no matching rule a call is allowed.
 
 ``ask`` goes to the approval callback (``Agent(approval=...)``, sync or async), which
 returns an :class:`Approval` (or ``True``/``False``, or ``"allow"``/``"deny"``/``"always"``).
@@ -25,15 +32,27 @@ from __future__ import annotations
 
 import fnmatch
 import inspect
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, TypeAlias
 
-from .errors import ConfigError
+from .errors import ConfigError, UnreadableCommand
 from .messages import Message, ToolCallBlock, ToolResultBlock
 from .result import PendingCall
+from .subjects import (
+    CommandSubject,
+    Invocation,
+    PathSubject,
+    ResolvedPath,
+    Subject,
+    command_matches,
+    path_matches,
+    resolve_path,
+)
 
 __all__ = [
     "PRESETS",
@@ -127,10 +146,16 @@ class Rule:
             return 3
         return 2 if self.name == tool else 1
 
+    def names(self, tool: str, toolset: str | None) -> bool:
+        """Whether the rule is about ``tool`` (by its name, its toolset's, or ``*``)."""
+        return self.name == "*" or self.name == tool or self.name == toolset
+
     def matches(
         self, tool: str, toolset: str | None, arguments: Mapping[str, Any], order: Sequence[str]
     ) -> bool:
-        if self.name != "*" and self.name != tool and self.name != toolset:
+        """Whether the rule matches the call, its pattern against the raw argument text
+        (what :meth:`Policy.decide` does for tools that declare no subjects)."""
+        if not self.names(tool, toolset):
             return False
         if self.pattern is None:
             return True
@@ -148,6 +173,48 @@ def _argument(arguments: Mapping[str, Any], order: Sequence[str], name: str | No
         if isinstance(value, str):
             return value
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One call as the rules see it: its arguments read through the tool's subjects."""
+
+    tool: str
+    toolset: str | None
+    arguments: Mapping[str, Any]
+    order: Sequence[str]
+    subjects: Mapping[str, Subject]
+    paths: Mapping[str, ResolvedPath]
+    command: str | None
+    """The argument holding the command line decided per invocation (the first one)."""
+    invocations: Sequence[Invocation] | None
+    """What the command line runs; ``None``: unreadable (or no command argument)."""
+    unreadable: bool
+
+    def target(self, rule: Rule) -> str | None:
+        if rule.argument is not None:
+            return rule.argument
+        return next(iter(self.subjects), None)
+
+    def matches(self, rule: Rule, view: Invocation | None) -> bool:
+        if not rule.names(self.tool, self.toolset):
+            return False
+        if rule.pattern is None:
+            return True
+        if not self.subjects:
+            return rule.matches(self.tool, self.toolset, self.arguments, self.order)
+        name = self.target(rule)
+        value = self.arguments.get(name) if name is not None else None
+        if name is None or not isinstance(value, str):
+            return False
+        allow = rule.permission is Permission.ALLOW
+        if name in self.paths:
+            return path_matches(rule.pattern, self.paths[name], allow=allow)
+        if name == self.command:
+            return command_matches(rule.pattern, value, view, allow=allow)
+        if isinstance(self.subjects.get(name), CommandSubject):
+            return not allow and command_matches(rule.pattern, value, None, allow=False)
+        return fnmatch.fnmatchcase(value, rule.pattern)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,23 +251,75 @@ class Policy:
         *,
         toolset: str | None = None,
         order: Sequence[str] = (),
+        subjects: Mapping[str, Subject] | None = None,
+        root: Path | str | None = None,
     ) -> tuple[Permission, Rule | None]:
         """The permission for one call, and the rule that decided it (``None``: no rule
-        matched and the call is allowed)."""
+        matched and the call is allowed).
+
+        ``subjects`` are the tool's declared argument meanings (:mod:`tether.subjects`):
+        path arguments are resolved against ``root`` (default: the current directory)
+        before any pattern sees them; a command line is decided per invocation it runs —
+        the strongest verdict of any invocation wins, so a ``deny`` matching one of them
+        denies the line and ``allow`` needs every one allowed — and a line that cannot
+        be read is never allowed (``ask`` at least) when any rule names the tool.
+        """
+        call = _read_call(tool, toolset, arguments, order, subjects or {}, root)
+        views: Sequence[Invocation | None] = call.invocations if call.invocations else (None,)
+        verdict: tuple[Permission, Rule | None] = (Permission.ALLOW, None)
+        for view in views:
+            best = self._best(call, view)
+            permission = best.permission if best is not None else Permission.ALLOW
+            if verdict[1] is None or _STRENGTH[permission] > _STRENGTH[verdict[0]]:
+                verdict = (permission, best)
+        if call.unreadable and verdict[0] is Permission.ALLOW:
+            concerned = next((r for r in self.rules if r.names(tool, toolset)), None)
+            if concerned is not None:
+                return Permission.ASK, verdict[1] or concerned
+        return verdict
+
+    def _best(self, call: _Call, view: Invocation | None) -> Rule | None:
         best: Rule | None = None
         for rule in self.rules:
-            if not rule.matches(tool, toolset, arguments, order):
+            if not call.matches(rule, view):
                 continue
             if best is None:
                 best = rule
                 continue
-            key = (rule.specificity(tool), _STRENGTH[rule.permission])
-            if key > (best.specificity(tool), _STRENGTH[best.permission]):
+            key = (rule.specificity(call.tool), _STRENGTH[rule.permission])
+            if key > (best.specificity(call.tool), _STRENGTH[best.permission]):
                 best = rule
-        return (best.permission if best is not None else Permission.ALLOW), best
+        return best
 
     def with_rules(self, rules: Iterable[Rule]) -> Policy:
         return Policy((*self.rules, *rules))
+
+
+def _read_call(
+    tool: str,
+    toolset: str | None,
+    arguments: Mapping[str, Any],
+    order: Sequence[str],
+    subjects: Mapping[str, Subject],
+    root: Path | str | None,
+) -> _Call:
+    paths: dict[str, ResolvedPath] = {}
+    command: str | None = None
+    invocations: Sequence[Invocation] | None = None
+    unreadable = False
+    for name, subject in subjects.items():
+        value = arguments.get(name)
+        if not isinstance(value, str):
+            continue
+        if isinstance(subject, PathSubject):
+            paths[name] = resolve_path(value, root if root is not None else os.getcwd())
+        elif command is None:
+            command = name
+            try:
+                invocations = list(subject.split(value))
+            except UnreadableCommand:
+                unreadable = True
+    return _Call(tool, toolset, arguments, order, subjects, paths, command, invocations, unreadable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,9 +405,18 @@ class SessionGrants:
         self.by_session.setdefault(session_id, set()).add(tool)
 
 
-def subject_of(rule: Rule | None, arguments: Mapping[str, Any], order: Sequence[str]) -> str | None:
-    """The argument value a prompt should show for a call (its first text argument)."""
-    return _argument(arguments, order, rule.argument if rule is not None else None)
+def subject_of(
+    rule: Rule | None,
+    arguments: Mapping[str, Any],
+    order: Sequence[str],
+    subjects: Sequence[str] = (),
+) -> str | None:
+    """The argument value a prompt should show for a call: the one the rule names, else
+    the tool's first declared subject, else its first text argument."""
+    name = rule.argument if rule is not None else None
+    if name is None and subjects:
+        name = subjects[0]
+    return _argument(arguments, order, name)
 
 
 PENDING_KEY = "pending_approval"
@@ -319,6 +447,9 @@ class Gate:
         session_id: str,
         toolsets: Mapping[str, str],
         orders: Mapping[str, Sequence[str]],
+        tools: Mapping[str, Any] | None = None,
+        cwd: Path | str | None = None,
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.policy = policy
         self.callback = callback
@@ -326,6 +457,40 @@ class Gate:
         self.session_id = session_id
         self.toolsets = toolsets
         self.orders = orders
+        self.tools: Mapping[str, Any] = tools if tools is not None else {}
+        """The run's tools by name (read when deciding: their declared subjects)."""
+        self.cwd = Path(cwd) if cwd is not None else None
+        self.settings: Mapping[str, Mapping[str, Any]] = settings or {}
+
+    def root(self, tool: str) -> Path:
+        """The workspace a tool's path arguments are resolved against: ``root`` in its
+        settings (relative to the agent's working directory), else that directory."""
+        base = self.cwd if self.cwd is not None else Path.cwd()
+        configured = self.settings.get(tool, {}).get("root")
+        return base / configured if isinstance(configured, str) and configured else base
+
+    def decide(self, call: ToolCallBlock) -> tuple[Permission, Rule | None]:
+        """The policy's verdict on ``call``, its arguments read through the tool's
+        declared subjects (an omitted subject argument takes its schema default)."""
+        tool = self.tools.get(call.name)
+        subjects: Mapping[str, Subject] = getattr(tool, "subjects", None) or {}
+        arguments: Mapping[str, Any] = call.arguments
+        if subjects:
+            properties = getattr(tool, "parameters", {}).get("properties", {})
+            defaults = {
+                name: properties[name]["default"]
+                for name in subjects
+                if name not in arguments and "default" in properties.get(name, {})
+            }
+            arguments = {**defaults, **arguments}
+        return self.policy.decide(
+            call.name,
+            arguments,
+            toolset=self.toolsets.get(call.name),
+            order=self.orders.get(call.name, ()),
+            subjects=subjects,
+            root=self.root(call.name) if subjects else None,
+        )
 
     async def review(
         self,
@@ -337,9 +502,7 @@ class Gate:
         review = Review()
         for call in calls:
             order = self.orders.get(call.name, ())
-            permission, rule = self.policy.decide(
-                call.name, call.arguments, toolset=self.toolsets.get(call.name), order=order
-            )
+            permission, rule = self.decide(call)
             if permission is Permission.ALLOW:
                 continue
             if permission is Permission.DENY:
@@ -357,7 +520,12 @@ class Gate:
                     call.arguments,
                     rule.text if rule else None,
                     self.session_id,
-                    subject_of(rule, call.arguments, order),
+                    subject_of(
+                        rule,
+                        call.arguments,
+                        order,
+                        list(getattr(self.tools.get(call.name), "subjects", None) or ()),
+                    ),
                 )
                 decision = await ask(self.callback, request)
             if decision is None:

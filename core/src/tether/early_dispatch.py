@@ -126,12 +126,7 @@ class EarlyDispatch:
         gate = run.features.gate
         if gate is None:
             return True
-        permission, _ = gate.policy.decide(
-            call.name,
-            call.arguments,
-            toolset=gate.toolsets.get(call.name),
-            order=gate.orders.get(call.name, ()),
-        )
+        permission, _ = gate.decide(call)
         return permission is Permission.ALLOW
 
     # -- when the response is complete ---------------------------------------------------------

@@ -100,6 +100,7 @@ __all__ = [
     "UnknownComponentError",
     "UnknownProviderError",
     "UnknownToolError",
+    "UnreadableCommand",
     "WallTimeExceeded",
     "endpoint_of",
     "error_class_for_status",
@@ -309,6 +310,12 @@ class InvalidToolArguments(ToolError):
 
 class ToolDenied(ToolError):
     """A tool call was refused by the approval policy or by the person asked."""
+
+
+class UnreadableCommand(ToolError):
+    """A command line a tool's splitter cannot read with certainty (see
+    :class:`tether.subjects.CommandSubject`): approval rules never allow it; the message
+    says what could not be read."""
 
 
 class NeedsHuman(TetherError):

@@ -72,6 +72,9 @@ class RunFeatures:
                 session_id=run.session.id,
                 toolsets=s.toolsets,
                 orders=self.orders,
+                tools=self.tools,
+                cwd=s.cwd,
+                settings=s.tool_settings,
             )
         self.pending: list[PendingCall] = []
         self.continuations = 0

@@ -32,7 +32,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from .cancel import CancelToken
+from .errors import ConfigError
 from .provider import ToolDefinition
+from .subjects import Subject
 from .sync_tools import sync_tool_runner
 from .tool_results import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_OUTPUT_CHARS
 
@@ -96,6 +98,8 @@ class Tool:
     and tail kept around a visible marker) and ``max_image_bytes`` its inline images
     (see :mod:`tether.tool_results`). Sync functions run on
     :func:`~tether.sync_tools.sync_tool_runner`'s threads.
+    ``subjects`` declares what arguments mean to approval rules (a path, a command line;
+    see :mod:`tether.subjects`), by parameter name.
     """
 
     __slots__ = (
@@ -111,6 +115,7 @@ class Tool:
         "parameters",
         "read_only",
         "sequential",
+        "subjects",
         "timeout",
     )
 
@@ -126,6 +131,7 @@ class Tool:
         max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
         read_only: bool = False,
         early: bool | None = None,
+        subjects: Mapping[str, Subject] | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -144,6 +150,13 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(fn)
         self._context_param, self._arguments_model = _arguments_model(fn, self.name, arg_docs)
         self.parameters: dict[str, Any] = _clean_schema(self._arguments_model.model_json_schema())
+        self.subjects: dict[str, Subject] = dict(subjects or {})
+        unknown = [n for n in self.subjects if n not in self.parameters.get("properties", {})]
+        if unknown:
+            raise ConfigError(
+                f"Tool {self.name!r} declares subjects for {', '.join(map(repr, unknown))}, "
+                f"which are not among its parameters ({', '.join(self.parameters.get('properties', {})) or 'none'})."
+            )
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}>"
@@ -192,6 +205,7 @@ def tool(
     max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
     read_only: bool = False,
     early: bool | None = None,
+    subjects: Mapping[str, Subject] | None = None,
 ) -> Callable[[F], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -205,6 +219,7 @@ def tool(
     max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
     read_only: bool = False,
     early: bool | None = None,
+    subjects: Mapping[str, Subject] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; usable bare or with options."""
 
@@ -219,6 +234,7 @@ def tool(
             max_image_bytes=max_image_bytes,
             read_only=read_only,
             early=early,
+            subjects=subjects,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tether.errors import ToolError
 from tether.provenance import mark_untrusted
+from tether.subjects import PATH
 from tether.tools import ToolContext, tool
 
 from ..settings import get_int
@@ -21,7 +22,7 @@ DEFAULT_MAX_WRITE_BYTES = 5 * 1024 * 1024
 MAX_LINE_CHARS = 2000
 
 
-@tool(read_only=True)
+@tool(read_only=True, subjects={"path": PATH})
 def read_file(
     path: str,
     ctx: ToolContext,
@@ -147,7 +148,7 @@ def _utf8_prefix(data: bytes) -> bytes:
     return data
 
 
-@tool(sequential=True)
+@tool(sequential=True, subjects={"path": PATH})
 def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Create a file, or replace a file's whole content, in the workspace.
 
@@ -194,7 +195,7 @@ def _make_parents(workspace: Workspace, real: Path) -> None:
             raise ToolError(f"Refused: creating {folder.name} would leave the workspace.")
 
 
-@tool(sequential=True)
+@tool(sequential=True, subjects={"path": PATH})
 def edit_file(
     path: str,
     old_text: str,

@@ -6,6 +6,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from tether.errors import ToolError
+from tether.subjects import PATH
 from tether.tools import ToolContext, tool
 
 from ..settings import get_int
@@ -17,7 +18,7 @@ __all__ = ["glob", "list_dir"]
 DEFAULT_MAX_ENTRIES = 500
 
 
-@tool(read_only=True)
+@tool(read_only=True, subjects={"path": PATH})
 def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """List the entries of one folder in the workspace.
 
@@ -74,7 +75,7 @@ def _human(size: int) -> str:
     return f"{size} B"
 
 
-@tool(read_only=True)
+@tool(read_only=True, subjects={"path": PATH})
 def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
     """Find files whose path matches a glob pattern, anywhere under a folder.
 

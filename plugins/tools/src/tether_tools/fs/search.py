@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from tether.errors import ToolError
+from tether.subjects import PATH
 from tether.tools import ToolContext, tool
 
 from ..settings import get_int
@@ -20,7 +21,7 @@ DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_LINE_CHARS = 300
 
 
-@tool(read_only=True)
+@tool(read_only=True, subjects={"path": PATH})
 def grep(
     pattern: str,
     ctx: ToolContext,

@@ -25,6 +25,7 @@ __all__ = [
     "Sub",
     "Var",
     "Word",
+    "heredoc_substitutions",
     "parse",
 ]
 
@@ -369,7 +370,12 @@ class _Lexer:
         s = self.s
         if s.startswith("$((", self.i):
             end = self._matching_paren(self.i + 1)
-            source = s[self.i + 3 : end - 1] if s[end - 1 : end] == ")" else s[self.i + 3 : end]
+            if s[end - 1 : end] != ")":
+                # ``$((cmd) )``: not arithmetic but a substitution running a subshell
+                source = s[self.i + 2 : end]
+                self.i = end + 1
+                return Sub(source, "command")
+            source = s[self.i + 3 : end - 1]
             self.i = end + 1
             return Sub(source, "arith")
         if s.startswith("$(", self.i):
@@ -605,8 +611,27 @@ class _Parser:
                     if literal == "{":
                         self.i -= 1
                         return self.parse_stage()
+                    following = self.peek()
+                    if (
+                        literal == "time"
+                        and isinstance(following, Word)
+                        and following.literal == "-p"
+                    ):
+                        self.i += 1
+                    if not command.assignments and not command.redirects:
+                        # ``do function f { ...; }``, ``then case ...``: a compound command
+                        return self.parse_stage()
                     continue
                 if literal in _END_WORDS:
+                    continue
+                if literal == "coproc":
+                    # ``coproc [NAME] { ...; }`` / ``( ... )``, or ``coproc cmd args``
+                    after, second = self.peek(), self.peek(1)
+                    if isinstance(after, Word) and _opens_compound(second):
+                        self.i += 1
+                        return self.parse_stage()
+                    if _opens_compound(after):
+                        return self.parse_stage()
                     continue
                 assignment = _split_assignment(token)
                 if assignment is not None:
@@ -618,6 +643,12 @@ class _Parser:
             if isinstance(token, _Op) and token.op not in ("\n", ";", "&", "&&", "||", ";;", ")"):
                 raise ParseError(f"unexpected `{token.op}`")
         return command
+
+
+def _opens_compound(token: _Token | None) -> bool:
+    return (isinstance(token, Word) and token.literal == "{") or (
+        isinstance(token, _Op) and token.op == "("
+    )
 
 
 def _split_assignment(word: Word) -> tuple[str, Word] | None:
@@ -635,3 +666,24 @@ def _split_assignment(word: Word) -> tuple[str, Word] | None:
 def parse(source: str) -> list[Pipeline]:
     """The pipelines of ``source`` in order; raises :class:`ParseError`."""
     return _Parser(_Lexer(source).tokens()).parse_list()
+
+
+def heredoc_substitutions(body: str) -> list[Sub]:
+    """The command substitutions a here-document with an unquoted delimiter runs when
+    its ``body`` is expanded (as in double quotes, but ``"`` is an ordinary character);
+    raises :class:`ParseError`."""
+    lexer = _Lexer(body)
+    found: list[Sub] = []
+    while lexer.i < len(body):
+        c = body[lexer.i]
+        if c == "\\":
+            lexer.i += 2
+        elif c == "$":
+            part = lexer._dollar(quoted=True)
+            if isinstance(part, Sub):
+                found.append(part)
+        elif c == "`":
+            found.append(lexer._backticks())
+        else:
+            lexer.i += 1
+    return found

@@ -21,9 +21,10 @@ that comes from a variable, shell code produced by a substitution, text piped in
 
 Allow and deny rules are shell-style globs matched against a simple command written as
 ``program arg arg`` (program without its directory): ``"git push"`` matches ``git push``
-and ``git push origin main``; ``"docker *"`` matches every docker command. A rule is also
-matched against the whole command line. Deny rules win over allow rules; allow rules
-override the built-in rules for the commands they match.
+and ``git push origin main``; ``"docker *"`` matches every docker command. A deny rule is
+also matched against the whole command line. Deny rules win over allow rules; allow rules
+override the built-in rules for the simple commands they match, never for the rest of
+the line (``git status*`` does not let ``git status; rm -rf ~`` through).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .parse import (
     Sub,
     Var,
     Word,
+    heredoc_substitutions,
     parse,
 )
 from .rules import (
@@ -64,7 +66,7 @@ from .rules import (
     write_target_reason,
 )
 
-__all__ = ["CommandPolicy", "Decision", "check_command"]
+__all__ = ["CommandPolicy", "Decision", "check_command", "skip_options", "unwrap"]
 
 MAX_DEPTH = 8
 _WRITE_REDIRECTS = (">", ">>", ">|", "&>", "&>>", "<>", ">&")
@@ -109,7 +111,7 @@ class CommandPolicy:
                 False, f"The command matches the deny rule `{rule}` in the shell settings."
             )
         whole_allowed = _match(self.allow, _squash(line))
-        walker = _Walker(self, builtin=whole_allowed is None)
+        walker = _Walker(self, builtin=True)
         try:
             reason = walker.script(command)
         except ParseError as exc:
@@ -120,9 +122,33 @@ class CommandPolicy:
             )
         if reason is not None:
             return Decision(False, reason)
+        if self.deny and (reason := self._denied_invocation(command)) is not None:
+            return Decision(False, reason)
         if whole_allowed is not None:
             return Decision(True, f"Allowed by the rule `{whole_allowed}`.")
         return Decision(True, "No policy rule matched.")
+
+    def _denied_invocation(self, command: str) -> str | None:
+        """Why a program the line runs matches a deny rule, read as the approval rules
+        read it (:mod:`.invocations`: globs and braces in a program's place, aliases,
+        ``strace``-style runners); a line it cannot read cannot be held to the deny rules
+        and is refused."""
+        from tether.errors import UnreadableCommand
+
+        from .invocations import split_command
+
+        try:
+            invocations = split_command(command)
+        except UnreadableCommand as exc:
+            return (
+                f"The command cannot be checked against the deny rules in the shell settings: "
+                f"{exc} Write it out plainly."
+            )
+        for invocation in invocations:
+            for spelling in invocation.spellings:
+                if (rule := _match(self.deny, _squash(spelling))) is not None:
+                    return f"`{_short(spelling)}` matches the deny rule `{rule}` in the shell settings."
+        return None
 
 
 def check_command(command: str, *, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> Decision:
@@ -137,7 +163,11 @@ def _squash(text: str) -> str:
 def _match(patterns: Sequence[str], line: str) -> str | None:
     for pattern in patterns:
         squashed = _squash(pattern)
-        if fnmatch.fnmatchcase(line, squashed) or fnmatch.fnmatchcase(line, squashed + " *"):
+        if any(
+            fnmatch.fnmatchcase(text, glob)
+            for text in (line, line + " ")
+            for glob in (squashed, squashed + " *")
+        ):
             return pattern
     return None
 
@@ -294,7 +324,7 @@ class _Walker:
             )
         if self.builtin and (why := check_argv(name, args, self.cwd)) is not None:
             return f"`{_short(line)}` is blocked: {why}."
-        kind, payload = _unwrap(name, args)
+        kind, payload = unwrap(name, args)
         if kind == "argv":
             assert isinstance(payload, list)
             return self.run(payload, upstream, stdin) if payload else None
@@ -392,7 +422,7 @@ class _Walker:
             if not argv or argv[0][1]:
                 return None
             name = program_name(argv[0][0])
-            kind, payload = _unwrap(name, argv[1:])
+            kind, payload = unwrap(name, argv[1:])
             if kind != "argv" or not payload:
                 return _Effective(name, argv[1:])
             assert isinstance(payload, list)
@@ -486,7 +516,7 @@ _WITH_VALUE = {
 }
 
 
-def _skip_options(args: Sequence[Arg], with_value: set[str]) -> list[Arg]:
+def skip_options(args: Sequence[Arg], with_value: set[str]) -> list[Arg]:
     index = 0
     while index < len(args):
         text, dynamic = args[index]
@@ -498,7 +528,7 @@ def _skip_options(args: Sequence[Arg], with_value: set[str]) -> list[Arg]:
     return list(args[index:])
 
 
-def _unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
+def unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
     """What a wrapper program runs: ``("argv", inner)``, ``("code", (text, dynamic))`` for
     shell code, or ``("none", None)`` when ``name`` runs nothing else."""
     if name in SHELLS and name != "busybox":
@@ -515,7 +545,7 @@ def _unwrap(name: str, args: list[Arg]) -> tuple[str, list[Arg] | Arg | None]:
                 return "code", (text.split("=", 1)[1], args[index][1])
     if name == "command" and any(t in ("-v", "-V") for t, _ in args):
         return "none", None
-    rest = _skip_options(args, _WITH_VALUE[name])
+    rest = skip_options(args, _WITH_VALUE[name])
     if name == "env":
         while rest and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", rest[0][0]):
             rest = rest[1:]
@@ -626,14 +656,10 @@ def _expands(delimiter: Word) -> bool:
 
 
 def _heredoc_substitutions(body: str) -> list[Sub]:
-    from .parse import _Lexer
-
-    lexer = _Lexer('"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"')
     try:
-        word = lexer._word()
+        return heredoc_substitutions(body)
     except ParseError:
         return []
-    return word.substitutions()
 
 
 def _short(text: str, limit: int = 120) -> str:

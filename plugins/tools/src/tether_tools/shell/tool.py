@@ -7,11 +7,13 @@ import signal
 from pathlib import Path
 
 from tether.errors import ConfigError, ToolError
+from tether.subjects import PATH, CommandSubject
 from tether.tools import ToolContext, tool
 
 from ..fs.workspace import Workspace
 from ..settings import get_bool, get_int, get_number, get_str, get_str_list, get_str_map
 from .environment import child_environment
+from .invocations import split_command
 from .launch import run_sandboxed
 from .policy import CommandPolicy
 from .process import run_process
@@ -24,7 +26,11 @@ DEFAULT_MAX_TIMEOUT = 600.0
 DEFAULT_MAX_OUTPUT_BYTES = 30_000
 
 
-@tool(sequential=True, max_output_chars=None)
+@tool(
+    sequential=True,
+    max_output_chars=None,
+    subjects={"command": CommandSubject(split_command), "workdir": PATH},
+)
 async def run_command(
     command: str,
     ctx: ToolContext,
