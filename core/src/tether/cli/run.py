@@ -22,6 +22,7 @@ import click
 
 from ..scrub import format_exception
 from . import CliState, pass_state
+from .terminal_text import neutralize
 
 if TYPE_CHECKING:
     from ..agent import Agent, Prompt
@@ -315,7 +316,7 @@ def _renderer_and_output(json_mode: bool, schema_path: Path | None) -> tuple[Ren
 def report_error(state: CliState, renderer: Renderer, exc: TetherError) -> None:
     """Show an expected error (with its traceback under ``--debug``)."""
     if state.debug:
-        sys.stderr.write(format_exception(exc))
+        sys.stderr.write(neutralize(format_exception(exc)))
     renderer.error(str(exc))
 
 
