@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.depth",
             "tether.fileio",
             "tether.guard",
+            "tether.images",
             "tether.output",
             "tether.platforms",
             "tether.registry",

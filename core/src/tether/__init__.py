@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .errors import CostBudgetExceeded as CostBudgetExceeded
     from .errors import DepthExceeded as DepthExceeded
     from .errors import DuplicateComponentError as DuplicateComponentError
+    from .errors import InvalidImageError as InvalidImageError
     from .errors import InvalidRequestError as InvalidRequestError
     from .errors import InvalidToolArguments as InvalidToolArguments
     from .errors import LimitExceeded as LimitExceeded
@@ -139,6 +140,7 @@ _LAZY = {
     "Done": "events",
     "DuplicateComponentError": "errors",
     "EmbedderRegistrar": "registry",
+    "InvalidImageError": "errors",
     "InvalidRequestError": "errors",
     "InvalidToolArguments": "errors",
     "LimitExceeded": "errors",
@@ -256,6 +258,7 @@ __all__ = [
     "EmbedderRegistrar",
     "ImageBlock",
     "InMemorySession",
+    "InvalidImageError",
     "InvalidRequestError",
     "InvalidToolArguments",
     "JsonlSession",

@@ -702,14 +702,24 @@ def _log_skill_error(error: Exception) -> None:
 
 
 def _as_message(prompt: Prompt) -> Message:
+    """The prompt as a user message; its images checked (:func:`tether.images.check_image`
+    raises :class:`~tether.errors.InvalidImageError` before anything is stored)."""
+    from .images import check_image
+
     if isinstance(prompt, Message):
-        return prompt
-    if isinstance(prompt, str):
+        blocks = list(prompt.content)
+    elif isinstance(prompt, str):
         return Message(role="user", content=[TextBlock(text=prompt)])
-    blocks = list(prompt)
-    if not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
-        raise TypeError("A prompt is a string, a Message, or a list of text and image blocks.")
-    return Message(role="user", content=blocks)
+    else:
+        blocks = list(prompt)
+        if not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
+            raise TypeError("A prompt is a string, a Message, or a list of text and image blocks.")
+    checked = [check_image(b) if isinstance(b, ImageBlock) else b for b in blocks]
+    if isinstance(prompt, Message):
+        if all(a is b for a, b in zip(checked, blocks, strict=True)):
+            return prompt
+        return prompt.model_copy(update={"content": checked})
+    return Message(role="user", content=checked)
 
 
 def _plugin_manager(
