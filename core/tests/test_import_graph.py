@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether",
             "tether.hookspecs",
             "tether.scrub",
+            "tether.scrub_exceptions",
             "tether.errors",
             "tether.messages",
             "tether.events",

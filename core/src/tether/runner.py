@@ -61,6 +61,7 @@ from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
+from .scrub_exceptions import scrub_exception
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
 from .tool_execution import ToolScheduler
 
@@ -138,6 +139,7 @@ class Run(RunAccounts):
         if self.repair_report:
             yield SessionRepaired(self.repair_report)
         error: TetherError | None = None
+        escaped: Exception | None = None
         try:
             for calls in await self.features.start(self.prompt):
                 async with contextlib.aclosing(self._run_tools(calls)) as resumed:
@@ -165,11 +167,18 @@ class Run(RunAccounts):
         except RunCancelled as exc:
             await self._answer_open_calls()
             outcome, error = Outcome.CANCELLED, exc
+        except Exception as exc:
+            await self._answer_open_calls()
+            escaped = scrub_exception(exc)
+            if escaped is exc:
+                raise
         except BaseException:
             await self._answer_open_calls()
             raise
         else:
             outcome, error = self._ending()
+        if escaped is not None:  # a stand-in, raised here so the original is not its context
+            raise escaped
         for end in self._late_ends:
             yield end
         yield Done(self._result(outcome, error))
@@ -295,7 +304,7 @@ class Run(RunAccounts):
                     raise
             except ProviderError as exc:
                 delay = self._retry_delay(attempt, exc, started)
-                yield Retry(attempt=attempt, delay=delay, error=exc)
+                yield Retry(attempt=attempt, delay=delay, error=scrub_exception(exc))
                 with self.scope.interruptible():
                     await self.s.retry.sleep(delay)
 
@@ -435,7 +444,7 @@ class Run(RunAccounts):
                 messages=self.new_messages,
                 session_id=self.session.id,
                 duration=self.guard.elapsed(),
-                error=error,
+                error=None if error is None else scrub_exception(error),
                 run_id=self.start.run_id,
                 **self.totals(),
             )
