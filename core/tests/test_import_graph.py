@@ -53,6 +53,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.run_settings",
             "tether.runner",
             "tether.skills",
+            "tether.surrogates",
             "tether.sync_tools",
             "tether.tokens",
             "tether.tool_execution",

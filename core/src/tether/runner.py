@@ -44,6 +44,8 @@ from .events import (
     Retry,
     RunEvent,
     SessionRepaired,
+    TextDelta,
+    ThinkingDelta,
     ToolEnd,
 )
 from .guard import RunGuard
@@ -63,6 +65,7 @@ from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
 from .scrub_exceptions import scrub_exception
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
+from .surrogates import SurrogateJoiner, join_message_surrogates
 from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
@@ -268,20 +271,30 @@ class Run(RunAccounts):
             try:
                 response: ModelResponse | None = None
                 stream = guarded_stream(self.s.provider, request, guard)
+                joiner = SurrogateJoiner()
                 async with contextlib.aclosing(stream):
                     with self.scope.interruptible():
                         async for event in stream:
                             if type(event) is ModelResponse:
+                                event.message = join_message_surrogates(event.message)
                                 response = event
                                 continue  # drain the stream so it closes here, not in a finalizer
                             if type(event) is ToolCallReady:
                                 self.early.ready(event)
                                 continue
+                            if isinstance(event, TextDelta | ThinkingDelta):
+                                joined = joiner.join(event)
+                                if joined is None:
+                                    continue  # half a surrogate pair: it goes with the next delta
+                                event = joined
                             first = first if first is not None else time.perf_counter() - sent
                             with self.scope.paused():
                                 yield event
                                 if partial := self.features.partial(event):
                                     yield partial
+                        for event in joiner.flush():
+                            with self.scope.paused():
+                                yield event
                 if response is None:
                     raise ProviderError(
                         f"The {self.s.provider.name} provider ended its stream without a response.",
