@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from .accounts import RunAccounts
+from .arguments import bound_arguments
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
 from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
@@ -276,7 +277,9 @@ class Run(RunAccounts):
                     with self.scope.interruptible():
                         async for event in stream:
                             if type(event) is ModelResponse:
-                                event.message = join_message_surrogates(event.message)
+                                event.message = bound_arguments(
+                                    join_message_surrogates(event.message)
+                                )
                                 response = event
                                 continue  # drain the stream so it closes here, not in a finalizer
                             if type(event) is ToolCallReady:
