@@ -2,16 +2,18 @@
 
 Tools: ``bad_base64`` returns an "image" whose data is not base64; ``html_image`` an
 HTML page labelled ``text/html`` and ``html_png`` one labelled ``image/png``;
-``mislabelled`` a real PNG labelled ``image/jpeg``. With ``HOSTILE_DUPLICATE=1`` the
-server lists its tools twice.
+``mislabelled`` a real PNG labelled ``image/jpeg``. ``flood_progress(n)`` sends ``n``
+progress notifications, ``flood_stderr(n)`` writes ``n`` bytes to stderr. With
+``HOSTILE_DUPLICATE=1`` the server lists its tools twice.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ImageContent, TextContent
 
 PNG = base64.b64decode(
@@ -58,6 +60,26 @@ def html_png() -> list[ImageContent]:
 def mislabelled() -> list[ImageContent]:
     """A PNG labelled image/jpeg."""
     return [ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/jpeg")]
+
+
+@server.tool()
+async def flood_progress(n: int, ctx: Context) -> str:
+    """Report progress n times."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"item {i}")
+    return f"reported {n}"
+
+
+@server.tool()
+def flood_stderr(n: int) -> str:
+    """Write n bytes to stderr."""
+    line = "noise " * 15 + "\n"
+    written = 0
+    while written < n:
+        sys.stderr.write(line)
+        written += len(line)
+    sys.stderr.flush()
+    return f"wrote {written}"
 
 
 if __name__ == "__main__":
