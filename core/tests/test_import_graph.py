@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.depth",
             "tether.fileio",
             "tether.guard",
+            "tether.nested_streams",
             "tether.images",
             "tether.output",
             "tether.platforms",

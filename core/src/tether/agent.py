@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -20,6 +19,7 @@ from .depth import check_run_depth
 from .errors import ConfigError, TetherError
 from .events import Compaction, Done, RunEvent
 from .messages import Block, ImageBlock, Message, TextBlock
+from .nested_streams import nested
 from .output import OutputSpec
 from .plugins import PluginManager
 from .provider import Provider, ThinkingConfig
@@ -229,7 +229,7 @@ class Agent:
                 repair_report=self._repair_to_announce(target),
                 resume=resume,
             )
-            async with contextlib.aclosing(run.events()) as events:
+            async with nested(run.events()) as events:
                 async for event in events:
                     yield event
         finally:
@@ -255,7 +255,7 @@ class Agent:
         """
         normalised = {key: normalize_approval(value) for key, value in decisions.items()}
         loop = self._loop(None, session, cancel, deps, resume=normalised, boundary=boundary)
-        async with contextlib.aclosing(loop) as events:
+        async with nested(loop) as events:
             async for event in events:
                 yield event
 

@@ -58,6 +58,7 @@ from .messages import (
     ToolResultBlock,
     interrupted_result,
 )
+from .nested_streams import nested
 from .observe import ObservedToolExecutor, RunObservation, run_start
 from .provider import ModelResponse, ToolCallReady
 from .result import Outcome, RunResult, low_cache_warning
@@ -130,7 +131,7 @@ class Run(RunAccounts):
         observation = RunObservation(self.start, self.s.observers, self.guard.elapsed)
         with one_run_at_a_time(self.session), self.scope, observation:
             self.guard.start()
-            async with contextlib.aclosing(self._loop()) as loop:
+            async with nested(self._loop()) as loop:
                 notify = observation.notifier()
                 async for event in loop:
                     if notify is not None:
@@ -146,12 +147,12 @@ class Run(RunAccounts):
         escaped: Exception | None = None
         try:
             for calls in await self.features.start(self.prompt):
-                async with contextlib.aclosing(self._run_tools(calls)) as resumed:
+                async with nested(self._run_tools(calls)) as resumed:
                     async for event in resumed:  # the calls of a resumed run
                         yield event
             while not self._finished:
                 try:
-                    async with contextlib.aclosing(self._turn()) as turn:
+                    async with nested(self._turn()) as turn:
                         async for event in turn:
                             yield event
                 finally:
@@ -195,7 +196,7 @@ class Run(RunAccounts):
         if self.s.update_tools is not None:
             await self._update_tools(self.s.update_tools)
         response: ModelResponse | None = None
-        async with contextlib.aclosing(self._call_model()) as model_events:
+        async with nested(self._call_model()) as model_events:
             async for event in model_events:
                 if type(event) is ModelResponse:
                     response = event
@@ -227,10 +228,10 @@ class Run(RunAccounts):
             raise error
         if await self.features.review_calls(calls):
             return
-        async with contextlib.aclosing(self._run_tools(calls)) as tool_events:
+        async with nested(self._run_tools(calls)) as tool_events:
             async for event in tool_events:
                 yield event
-        async with contextlib.aclosing(self._maybe_compact(force=False)) as compactions:
+        async with nested(self._maybe_compact(force=False)) as compactions:
             async for event in compactions:
                 yield event
 
@@ -273,7 +274,7 @@ class Run(RunAccounts):
                 response: ModelResponse | None = None
                 stream = guarded_stream(self.s.provider, request, guard)
                 joiner = SurrogateJoiner()
-                async with contextlib.aclosing(stream):
+                async with nested(stream):
                     with self.scope.interruptible():
                         async for event in stream:
                             if type(event) is ModelResponse:
@@ -312,7 +313,7 @@ class Run(RunAccounts):
                     raise
                 overflow_compacted = True
                 compacted = False
-                async with contextlib.aclosing(self._maybe_compact(force=True)) as compactions:
+                async with nested(self._maybe_compact(force=True)) as compactions:
                     async for compaction in compactions:
                         compacted = True
                         yield compaction
@@ -356,7 +357,7 @@ class Run(RunAccounts):
         results: list[ToolResultBlock | None] = [None] * len(calls)
         try:
             tool_events = self.scheduler.run(calls, results, self._late_ends)
-            async with contextlib.aclosing(tool_events):
+            async with nested(tool_events):
                 async for event in tool_events:
                     yield event
         except BaseException:
