@@ -39,16 +39,7 @@ from .errors import (
     SessionConflictError,
     TetherError,
 )
-from .events import (
-    Compaction,
-    Done,
-    Retry,
-    RunEvent,
-    SessionRepaired,
-    TextDelta,
-    ThinkingDelta,
-    ToolEnd,
-)
+from .events import Compaction, Done, Retry, RunEvent, SessionRepaired, ToolEnd
 from .guard import RunGuard
 from .messages import (
     INTERRUPTED,
@@ -60,14 +51,14 @@ from .messages import (
 )
 from .nested_streams import nested
 from .observe import ObservedToolExecutor, RunObservation, run_start
-from .provider import ModelResponse, ToolCallReady
+from .provider import ModelResponse, ProviderEvent, ToolCallReady
 from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
 from .scrub_exceptions import scrub_exception
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
-from .surrogates import SurrogateJoiner, join_message_surrogates
+from .surrogates import SurrogateJoiner
 from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
@@ -144,7 +135,6 @@ class Run(RunAccounts):
         if self.repair_report:
             yield SessionRepaired(self.repair_report)
         error: TetherError | None = None
-        escaped: Exception | None = None
         try:
             for calls in await self.features.start(self.prompt):
                 async with nested(self._run_tools(calls)) as resumed:
@@ -172,18 +162,12 @@ class Run(RunAccounts):
         except RunCancelled as exc:
             await self._answer_open_calls()
             outcome, error = Outcome.CANCELLED, exc
-        except Exception as exc:
+        except BaseException as exc:
             await self._answer_open_calls()
-            escaped = scrub_exception(exc)
-            if escaped is exc:
-                raise
-        except BaseException:
-            await self._answer_open_calls()
+            scrub_exception(exc)  # in place: what reaches the caller holds no secret
             raise
         else:
             outcome, error = self._ending()
-        if escaped is not None:  # a stand-in, raised here so the original is not its context
-            raise escaped
         for end in self._late_ends:
             yield end
         yield Done(self._result(outcome, error))
@@ -274,23 +258,18 @@ class Run(RunAccounts):
                 response: ModelResponse | None = None
                 stream = guarded_stream(self.s.provider, request, guard)
                 joiner = SurrogateJoiner()
+                event: ProviderEvent | None  # None: half a surrogate pair, held back
                 async with nested(stream):
                     with self.scope.interruptible():
                         async for event in stream:
+                            if (event := joiner.join(event)) is None:
+                                continue  # half a surrogate pair: it goes with the next delta
                             if type(event) is ModelResponse:
-                                event.message = bound_arguments(
-                                    join_message_surrogates(event.message)
-                                )
                                 response = event
                                 continue  # drain the stream so it closes here, not in a finalizer
                             if type(event) is ToolCallReady:
                                 self.early.ready(event)
                                 continue
-                            if isinstance(event, TextDelta | ThinkingDelta):
-                                joined = joiner.join(event)
-                                if joined is None:
-                                    continue  # half a surrogate pair: it goes with the next delta
-                                event = joined
                             first = first if first is not None else time.perf_counter() - sent
                             with self.scope.paused():
                                 yield event
@@ -340,7 +319,7 @@ class Run(RunAccounts):
     async def _record(self, response: ModelResponse) -> Message:
         """Append the response's message (stamped with model, usage and stop reason)."""
         self.turns += 1
-        message = response.message
+        message = response.message = bound_arguments(response.message)
         self.stop_reason = response.stop_reason
         meta = message.meta
         if meta.model is None:

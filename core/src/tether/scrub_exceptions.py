@@ -18,7 +18,8 @@ What it does, for the exception and every one reachable through ``__cause__``,
 - an exception whose ``str`` or ``repr`` still shows a secret after that (its
   ``__str__`` reads something that cannot be scrubbed in place) is replaced in the chain
   by a :class:`RedactedException` carrying its type's name and its scrubbed message,
-  with the same traceback, cause and context.
+  with the same traceback, cause and context. (The exception itself, the root, cannot be
+  replaced where it is being raised; the runner raises it scrubbed in place.)
 
 Exceptions are changed in place, so an exception object shared with other code is
 scrubbed there too: that is the point.

@@ -20,6 +20,7 @@ import re
 
 from .events import TextDelta, ThinkingDelta
 from .messages import Message, TextBlock, ThinkingBlock
+from .provider import ModelResponse, ProviderEvent
 
 __all__ = ["REPLACEMENT", "SurrogateJoiner", "join_message_surrogates", "join_surrogates"]
 
@@ -71,9 +72,17 @@ class SurrogateJoiner:
     def __init__(self) -> None:
         self._held: dict[type[Delta], Delta] = {}
 
-    def join(self, delta: Delta) -> Delta | None:
-        """The delta to pass on (``delta`` itself when nothing changes), or ``None`` when
-        all of it is held back until the next one."""
+    def join(self, event: ProviderEvent) -> ProviderEvent | None:
+        """The event to pass on (``event`` itself when nothing changes), or ``None`` when
+        all of a delta is held back until the next one. A :class:`ModelResponse` gets its
+        message's text joined (:func:`join_message_surrogates`); other events pass."""
+        if isinstance(event, TextDelta | ThinkingDelta):
+            return self._join_delta(event)
+        if isinstance(event, ModelResponse):
+            event.message = join_message_surrogates(event.message)
+        return event
+
+    def _join_delta(self, delta: Delta) -> Delta | None:
         text = delta.text
         if not self._held and _SURROGATE.search(text) is None:
             return delta
