@@ -97,8 +97,8 @@ def test_the_output_cap_bounds_all_text_blocks_together() -> None:
 
 
 def test_images_over_the_budget_are_replaced_by_a_note() -> None:
-    big = ImageBlock.from_bytes(b"\x89PNG" + b"\0" * 3_000_000)
-    small = ImageBlock.from_bytes(b"\x89PNG" + b"\0" * 100)
+    big = ImageBlock.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 3_000_000)
+    small = ImageBlock.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 100)
 
     @tether.tool(max_image_bytes=1_000_000)
     def screenshot() -> list[TextBlock | ImageBlock]:

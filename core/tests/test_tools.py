@@ -152,7 +152,7 @@ async def test_structured_results_are_serialised_and_images_kept() -> None:
     @tether.tool
     def picture() -> list[TextBlock | ImageBlock]:
         """A picture."""
-        return [TextBlock(text="a cat"), ImageBlock(data="AAAA", mime_type="image/png")]
+        return [TextBlock(text="a cat"), ImageBlock(data="iVBORw0KGgo=", mime_type="image/png")]
 
     assert (await call_tool(point, {})).text == '{"x":1,"y":2}'
     content = (await call_tool(picture, {})).content

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .errors import CrossSessionMemoryError as CrossSessionMemoryError
     from .errors import DepthExceeded as DepthExceeded
     from .errors import DuplicateComponentError as DuplicateComponentError
+    from .errors import InvalidImageError as InvalidImageError
     from .errors import InvalidRequestError as InvalidRequestError
     from .errors import InvalidToolArguments as InvalidToolArguments
     from .errors import KnowledgeBackendError as KnowledgeBackendError
@@ -146,6 +147,7 @@ _LAZY = {
     "Done": "events",
     "DuplicateComponentError": "errors",
     "EmbedderRegistrar": "registry",
+    "InvalidImageError": "errors",
     "InvalidRequestError": "errors",
     "InvalidToolArguments": "errors",
     "LimitExceeded": "errors",
@@ -265,6 +267,7 @@ __all__ = [
     "EmbedderRegistrar",
     "ImageBlock",
     "InMemorySession",
+    "InvalidImageError",
     "InvalidRequestError",
     "InvalidToolArguments",
     "JsonlSession",

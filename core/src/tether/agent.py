@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ from .depth import check_run_depth
 from .errors import ConfigError, TetherError
 from .events import Compaction, Done, RunEvent
 from .messages import Block, ImageBlock, Message, TextBlock
+from .nested_streams import nested
 from .output import OutputSpec
 from .plugins import PluginManager
 from .provider import Provider, ThinkingConfig
@@ -232,7 +232,7 @@ class Agent:
                     repair_report=self._repair_to_announce(target),
                     resume=resume,
                 )
-                async with contextlib.aclosing(run.events()) as events:
+                async with nested(run.events()) as events:
                     async for event in events:
                         yield event
             finally:
@@ -258,7 +258,7 @@ class Agent:
         """
         normalised = {key: normalize_approval(value) for key, value in decisions.items()}
         loop = self._loop(None, session, cancel, deps, resume=normalised, boundary=boundary)
-        async with contextlib.aclosing(loop) as events:
+        async with nested(loop) as events:
             async for event in events:
                 yield event
 
@@ -705,14 +705,24 @@ def _log_skill_error(error: Exception) -> None:
 
 
 def _as_message(prompt: Prompt) -> Message:
+    """The prompt as a user message; its images checked (:func:`tether.images.check_image`
+    raises :class:`~tether.errors.InvalidImageError` before anything is stored)."""
+    from .images import check_image
+
     if isinstance(prompt, Message):
-        return prompt
-    if isinstance(prompt, str):
+        blocks = list(prompt.content)
+    elif isinstance(prompt, str):
         return Message(role="user", content=[TextBlock(text=prompt)])
-    blocks = list(prompt)
-    if not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
-        raise TypeError("A prompt is a string, a Message, or a list of text and image blocks.")
-    return Message(role="user", content=blocks)
+    else:
+        blocks = list(prompt)
+        if not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
+            raise TypeError("A prompt is a string, a Message, or a list of text and image blocks.")
+    checked = [check_image(b) if isinstance(b, ImageBlock) else b for b in blocks]
+    if isinstance(prompt, Message):
+        if all(a is b for a, b in zip(checked, blocks, strict=True)):
+            return prompt
+        return prompt.model_copy(update={"content": checked})
+    return Message(role="user", content=checked)
 
 
 def _plugin_manager(

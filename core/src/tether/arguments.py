@@ -19,7 +19,11 @@ decoded (some SDKs decode them, sessions store them), and
 forbids: a JSON boolean where an integer or number is declared.
 
 Provider plugins call :func:`split_tool_arguments` on streamed argument text; the tool
-executor calls :func:`prepare_arguments`.
+executor calls :func:`prepare_arguments`. The runner passes every response through
+:func:`bound_arguments` before storing it: decoded arguments nested too deeply for
+JSON serialisation (an SDK that decodes them itself) are stored as a short stand-in
+text that breaks the same limit, so the call is answered with the depth error instead
+of the session failing to write it.
 """
 
 from __future__ import annotations
@@ -29,12 +33,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidToolArguments
+from .messages import Message, ToolCallBlock
 
 __all__ = [
     "MAX_ARGUMENT_CHARS",
     "MAX_ARGUMENT_DEPTH",
+    "bound_arguments",
     "check_argument_types",
     "check_tool_arguments",
+    "nests_deeper",
     "parse_tool_arguments",
     "prepare_arguments",
     "split_tool_arguments",
@@ -98,6 +105,43 @@ def check_tool_arguments(
     size, _ = _scan(arguments, max_depth)
     if max_chars is not None and size > max_chars:
         raise _too_long(size, max_chars)
+
+
+def nests_deeper(root: Any, limit: int) -> bool:
+    """Whether ``root`` nests mappings and lists more than ``limit`` levels (iteratively,
+    so any depth is safe to check)."""
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children: Any = value.values()
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+_TOO_DEEP_STAND_IN = '{"a":' * (MAX_ARGUMENT_DEPTH + 1) + "0" + "}" * (MAX_ARGUMENT_DEPTH + 1)
+
+
+def bound_arguments(message: Message) -> Message:
+    """``message`` itself, or a copy in which each tool call whose decoded arguments nest
+    deeper than :data:`MAX_ARGUMENT_DEPTH` has no arguments and a short ``raw_arguments``
+    stand-in nested one level too deep (see the module docstring)."""
+    calls = [b for b in message.content if isinstance(b, ToolCallBlock)]
+    if not any(nests_deeper(c.arguments, MAX_ARGUMENT_DEPTH) for c in calls):
+        return message
+    content = [
+        b.model_copy(update={"arguments": {}, "raw_arguments": _TOO_DEEP_STAND_IN})
+        if isinstance(b, ToolCallBlock) and nests_deeper(b.arguments, MAX_ARGUMENT_DEPTH)
+        else b
+        for b in message.content
+    ]
+    return message.model_copy(update={"content": content})
 
 
 def split_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:

@@ -35,6 +35,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ProviderError, ProviderTimeoutError, RetryBudgetExceeded, WallTimeExceeded
+from .nested_streams import nested, untracked
 
 if TYPE_CHECKING:
     from .guard import RunGuard
@@ -61,7 +62,7 @@ async def guarded_stream(
     consumer's time between events does not count against the idle timeout. One timer
     per stream watches the waits (an event costs two attribute writes, not a timeout).
     """
-    source = provider.stream(request)
+    source = untracked(provider.stream(request))
     watch = _Watchdog(guard, provider.name)
     try:
         while True:
@@ -192,7 +193,7 @@ class GuardedProvider:
         from .provider import ModelResponse
 
         response: ModelResponse | None = None
-        async with contextlib.aclosing(self.stream(request)) as events:
+        async with nested(self.stream(request)) as events:
             async for event in events:
                 if isinstance(event, ModelResponse):
                     response = event

@@ -32,6 +32,7 @@ Messages say what happened, what was expected and what to do about it.
     │   └── ToolDenied
     ├── NeedsHuman                     (.user_message)
     ├── OutputValidationError          (.errors)
+    ├── InvalidImageError
     ├── SessionError
     │   ├── SessionLockedError
     │   ├── SessionConflictError
@@ -65,6 +66,7 @@ __all__ = [
     "CrossSessionMemoryError",
     "DepthExceeded",
     "DuplicateComponentError",
+    "InvalidImageError",
     "InvalidRequestError",
     "InvalidToolArguments",
     "KnowledgeBackendError",
@@ -339,6 +341,11 @@ class OutputValidationError(TetherError):
     def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
         super().__init__(message)
         self.errors = list(errors or [])
+
+
+class InvalidImageError(TetherError, ValueError):
+    """An image cannot enter a session: not base64, not a PNG, JPEG, GIF or WebP image by
+    its bytes, or over the size cap (see :mod:`tether.images`)."""
 
 
 # -- sessions, memory, compaction ---------------------------------------------------------

@@ -15,6 +15,10 @@ errors (up to ``retries`` times), then the run ends with
 
 Schemas whose root is not an object (lists, unions, primitives) are wrapped in
 ``{"result": ...}``: tool arguments and most native JSON modes require an object root.
+
+An answer is untrusted input: one nesting arrays or objects deeper than
+:data:`MAX_OUTPUT_DEPTH` levels is refused with an :class:`OutputValidationError` (sent
+back for correction like any invalid answer), never parsed into a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -28,14 +32,25 @@ from typing import Any
 import pydantic
 import pydantic_core
 
+from .arguments import nests_deeper
 from .errors import ConfigError, OutputValidationError
 from .messages import Message, ToolCallBlock, ToolResultBlock
 from .provider import OutputSchema, ToolDefinition
 
-__all__ = ["FINAL_TOOL", "JsonSchemaOutput", "OutputRun", "OutputSpec", "OutputStep"]
+__all__ = [
+    "FINAL_TOOL",
+    "MAX_OUTPUT_DEPTH",
+    "JsonSchemaOutput",
+    "OutputRun",
+    "OutputSpec",
+    "OutputStep",
+]
 
 FINAL_TOOL = "final_result"
 """Name of the final-answer tool offered to models without native schema output."""
+
+MAX_OUTPUT_DEPTH = 64
+"""Deepest nesting of arrays and objects a structured answer may have."""
 
 _WRAP_KEY = "result"
 
@@ -104,6 +119,8 @@ class OutputSpec:
         stripped = _strip_fence(text)
         try:
             raw = json.loads(stripped)
+        except RecursionError:
+            raise _too_deep() from None
         except ValueError as exc:
             raise OutputValidationError(
                 f"The answer is not valid JSON ({exc}). Answer with only a JSON value "
@@ -115,6 +132,8 @@ class OutputSpec:
     def validate_arguments(self, raw: Any) -> Any:
         """The validated value of a decoded answer (final-answer tool arguments, or the
         parsed JSON text), or :class:`OutputValidationError` listing each problem."""
+        if nests_deeper(raw, MAX_OUTPUT_DEPTH):
+            raise _too_deep()
         if self.wrapped:
             if not isinstance(raw, Mapping) or _WRAP_KEY not in raw:
                 raise OutputValidationError(
@@ -230,6 +249,26 @@ class JsonSchemaOutput(OutputSpec):
 
     def dump(self, value: Any) -> Any:
         return value
+
+
+def _too_deep() -> OutputValidationError:
+    return OutputValidationError(
+        f"The answer nests arrays or objects deeper than {MAX_OUTPUT_DEPTH} levels. Answer "
+        "with a flatter JSON value matching the schema.",
+        errors=[f"nested deeper than {MAX_OUTPUT_DEPTH} levels"],
+    )
+
+
+def _reject_raw(raw_arguments: str) -> None:
+    """Final-answer arguments the provider could not decode: say why, as a validation
+    error (the depth limit and the other argument rules of :mod:`tether.arguments`)."""
+    from .arguments import parse_tool_arguments
+    from .errors import InvalidToolArguments
+
+    try:
+        parse_tool_arguments(raw_arguments)
+    except InvalidToolArguments as exc:
+        raise OutputValidationError(str(exc), errors=[str(exc)]) from None
 
 
 def _wrap(inner: dict[str, Any]) -> dict[str, Any]:
@@ -375,6 +414,8 @@ class OutputRun:
             ]
 
         try:
+            if final.raw_arguments is not None:
+                _reject_raw(final.raw_arguments)
             value = self.spec.validate_arguments(final.arguments)
         except OutputValidationError as exc:
             results = others("Not run: the final answer in the same response was invalid.")

@@ -1,18 +1,11 @@
 """The agent loop: the one implementation behind ``stream()``, ``run()`` and ``run_sync()``.
 
 One :class:`Run` turns one prompt into model calls and tool calls and yields
-:data:`~tether.events.RunEvent` objects as things happen (see DESIGN "One turn"):
-
-1. append the user message;
-2. send the history and tool definitions, yielding deltas as they stream in; retryable
-   provider errors back off (with jitter, honouring ``retry_after``) and are tried again;
-3. append the assistant message; on tool calls run the tools (in parallel where allowed),
-   yield ``ToolStart``/``ToolEnd``, append the results in declared order, let the
-   compaction strategy shorten the history, and go to 2;
-4. end with exactly one ``Done`` whose result says how the run ended.
-
-Every path out of the loop (an exception, a limit, cancellation) leaves every tool call
-in the history answered by its result.
+:data:`~tether.events.RunEvent` objects as things happen (see DESIGN "One turn"): append
+the user message; stream the model's answer (retryable provider errors back off and are
+tried again); append it; run its tool calls, append their results in declared order,
+compact if needed, and call the model again; end with exactly one ``Done``. Every path
+out of the loop leaves every tool call in the history answered by its result.
 """
 
 from __future__ import annotations
@@ -25,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from .accounts import RunAccounts
+from .arguments import bound_arguments
 from .cancel import CancelScope, CancelToken
 from .compaction import CompactionContext
 from .deadlines import check_retry_budget, guarded_provider, guarded_stream, within_deadline
@@ -38,14 +32,7 @@ from .errors import (
     SessionError,
     TetherError,
 )
-from .events import (
-    Compaction,
-    Done,
-    Retry,
-    RunEvent,
-    SessionRepaired,
-    ToolEnd,
-)
+from .events import Compaction, Done, Retry, RunEvent, SessionRepaired, ToolEnd
 from .guard import RunGuard
 from .ledger import current_ledger
 from .messages import (
@@ -56,14 +43,17 @@ from .messages import (
     ToolResultBlock,
     interrupted_result,
 )
+from .nested_streams import nested
 from .observe import ObservedToolExecutor, RunObservation, run_start
-from .provider import ModelResponse, ToolCallReady
+from .provider import ModelResponse, ProviderEvent, ToolCallReady
 from .result import Outcome, RunResult, low_cache_warning
 from .retry import RetryPolicy
 from .run_features import ENDING_ERRORS, RunFeatures
 from .run_settings import RunSettings
+from .scrub_exceptions import scrub_exception
 from .sessions import AnySession, append_message, one_run_at_a_time, replace_messages
 from .sessions.waits import ending_grace
+from .surrogates import SurrogateJoiner
 from .tool_execution import ToolScheduler
 
 __all__ = ["RetryPolicy", "Run", "RunSettings"]
@@ -123,12 +113,11 @@ class Run(RunAccounts):
         """ToolEnd events not yielded when they happened (the run was being interrupted):
         calls answered as interrupted, and calls that finished just before. Yielded before Done."""
 
-    # -- public ------------------------------------------------------------------------------
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         observation = RunObservation(self.start, self.s.observers, self.guard.elapsed)
         with one_run_at_a_time(self.session), self.scope, observation:
             self.guard.start(self.start.run_id)
-            async with contextlib.aclosing(self._loop()) as loop:
+            async with nested(self._loop()) as loop:
                 notify = observation.notify if observation.observers else None
                 async for event in loop:
                     if notify is not None:
@@ -143,12 +132,12 @@ class Run(RunAccounts):
         error: TetherError | None = None
         try:
             for calls in await self.features.start(self.prompt):
-                async with contextlib.aclosing(self._run_tools(calls)) as resumed:
+                async with nested(self._run_tools(calls)) as resumed:
                     async for event in resumed:  # the calls of a resumed run
                         yield event
             while not self._finished:
                 try:
-                    async with contextlib.aclosing(self._turn()) as turn:
+                    async with nested(self._turn()) as turn:
                         async for event in turn:
                             yield event
                 finally:
@@ -168,8 +157,9 @@ class Run(RunAccounts):
         except RunCancelled as exc:
             await self._answer_open_calls()
             outcome, error = self._cancelled(exc)
-        except BaseException:
+        except BaseException as exc:
             await self._answer_open_calls()
+            scrub_exception(exc)  # in place: what reaches the caller holds no secret
             raise
         else:
             outcome, error = self._ending()
@@ -185,7 +175,7 @@ class Run(RunAccounts):
             await self._update_tools(self.s.update_tools)
         async with self.guard.model_call(self.scope):  # a turn in the tree's ledger
             response: ModelResponse | None = None
-            async with contextlib.aclosing(self._call_model()) as model_events:
+            async with nested(self._call_model()) as model_events:
                 async for event in model_events:
                     if type(event) is ModelResponse:
                         response = event
@@ -217,10 +207,10 @@ class Run(RunAccounts):
             raise error
         if await self.features.review_calls(calls):
             return
-        async with contextlib.aclosing(self._run_tools(calls)) as tool_events:
+        async with nested(self._run_tools(calls)) as tool_events:
             async for event in tool_events:
                 yield event
-        async with contextlib.aclosing(self._maybe_compact(force=False)) as compactions:
+        async with nested(self._maybe_compact(force=False)) as compactions:
             async for event in compactions:
                 yield event
 
@@ -268,9 +258,13 @@ class Run(RunAccounts):
             try:
                 response: ModelResponse | None = None
                 stream = guarded_stream(self.s.provider, request, guard)
-                async with contextlib.aclosing(stream):
+                joiner = SurrogateJoiner()
+                event: ProviderEvent | None  # None: half a surrogate pair, held back
+                async with nested(stream):
                     with self.scope.interruptible():
                         async for event in stream:
+                            if (event := joiner.join(event)) is None:
+                                continue  # half a surrogate pair: it goes with the next delta
                             if type(event) is ModelResponse:
                                 response = event
                                 continue  # drain the stream so it closes here, not in a finalizer
@@ -282,6 +276,9 @@ class Run(RunAccounts):
                                 yield event
                                 if partial := self.features.partial(event):
                                     yield partial
+                        for event in joiner.flush():
+                            with self.scope.paused():
+                                yield event
                 if response is None:
                     raise ProviderError(
                         f"The {self.s.provider.name} provider ended its stream without a response.",
@@ -296,7 +293,7 @@ class Run(RunAccounts):
                     raise
                 overflow_compacted = True
                 compacted = False
-                async with contextlib.aclosing(self._maybe_compact(force=True)) as compactions:
+                async with nested(self._maybe_compact(force=True)) as compactions:
                     async for compaction in compactions:
                         compacted = True
                         yield compaction
@@ -304,7 +301,7 @@ class Run(RunAccounts):
                     raise
             except ProviderError as exc:
                 delay = self._retry_delay(attempt, exc, started)
-                yield Retry(attempt=attempt, delay=delay, error=exc)
+                yield Retry(attempt=attempt, delay=delay, error=scrub_exception(exc))
                 with self.scope.interruptible():
                     await self.s.retry.sleep(delay)
 
@@ -323,7 +320,7 @@ class Run(RunAccounts):
     async def _record(self, response: ModelResponse) -> Message:
         """Append the response's message (stamped with model, usage and stop reason)."""
         self.turns += 1
-        message = response.message
+        message = response.message = bound_arguments(response.message)
         self.stop_reason = response.stop_reason
         meta = message.meta
         if meta.model is None:
@@ -340,7 +337,7 @@ class Run(RunAccounts):
         results: list[ToolResultBlock | None] = [None] * len(calls)
         try:
             tool_events = self.scheduler.run(calls, results, self._late_ends)
-            async with contextlib.aclosing(tool_events):
+            async with nested(tool_events):
                 async for event in tool_events:
                     yield event
         except BaseException:
@@ -446,7 +443,7 @@ class Run(RunAccounts):
                 messages=self.new_messages,
                 session_id=self.session.id,
                 duration=self.guard.elapsed(),
-                error=error,
+                error=None if error is None else scrub_exception(error),
                 run_id=self.start.run_id,
                 **self.totals(),
             )

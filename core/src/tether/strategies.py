@@ -20,7 +20,6 @@ their own through the ``register_strategies`` hook.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pydantic import BaseModel, Field
 from .errors import LimitExceeded, TetherError
 from .events import Done, PlanUpdate, Reflection, RunEvent, StepEnd, StepStart
 from .messages import Message
+from .nested_streams import nested
 from .output import OutputSpec
 from .result import Outcome, RunResult
 
@@ -86,7 +86,7 @@ class StrategyRun:
             limits=limits.model_copy(update={"max_turns": left}),
             output=spec,
         )
-        async with contextlib.aclosing(loop) as events:
+        async with nested(loop) as events:
             async for event in events:
                 if type(event) is Done:
                     self.results.append(event.result)

@@ -14,8 +14,11 @@ for every pool thread at exit, so one hung call keeps the program from returning
   runs, the call is *abandoned*: its thread no longer counts against ``max_workers`` (a
   replacement starts if calls are queued) and exits when the call finally returns; its
   result is dropped. A queued call that is abandoned never starts;
-- at most ``max_abandoned`` abandoned calls may be running at once; beyond that, new
-  calls fail at once with :class:`~tether.errors.ToolError` rather than pile up threads;
+- at most ``max_abandoned`` abandoned calls may be running at once, and this holds
+  strictly: a call starts only while the abandoned calls plus the calls running now stay
+  under ``max_abandoned`` (so even if every running call hung, the cap would hold). A
+  call that cannot start — at submission or when a thread would pick it up — fails at
+  once with :class:`~tether.errors.ToolError` saying why, rather than pile up threads;
 - threads are daemons outside asyncio's default executor: nothing waits for a hung tool
   at the end of ``asyncio.run`` or of the process.
 
@@ -67,6 +70,7 @@ class SyncToolRunner:
         self._workers = 0  # threads serving waiting callers (idle ones included)
         self._idle = 0
         self._queued = 0
+        self._running = 0  # started, not finished, not abandoned
         self._abandoned = 0
 
     @property
@@ -83,11 +87,7 @@ class SyncToolRunner:
         job = _Job(fn, args, kwargs, contextvars.copy_context(), loop, loop.create_future())
         with self._lock:
             if self._abandoned >= self.max_abandoned:
-                raise ToolError(
-                    f"{self._abandoned} sync tool calls are still running after their timeout "
-                    "(hung); no more sync tool calls are started until some return. Fix or "
-                    "stop the hanging tool."
-                )
+                raise self._refusal()
             self._queued += 1
             self._jobs.put(job)
             self._spawn_if_needed()
@@ -98,6 +98,13 @@ class SyncToolRunner:
             raise
 
     # -- internals ---------------------------------------------------------------------------
+    def _refusal(self) -> ToolError:
+        return ToolError(
+            f"{self._abandoned} sync tool calls are still running after their timeout (hung), "
+            f"and at most {self.max_abandoned} may be; no more sync tool calls are started "
+            "until some return. Fix or stop the hanging tool."
+        )
+
     def _spawn_if_needed(self) -> None:
         """With the lock held: start a thread if calls wait and no thread is idle."""
         if self._queued > self._idle and self._workers < self.max_workers:
@@ -112,6 +119,7 @@ class SyncToolRunner:
             job.abandoned = True
             if job.started:
                 self._workers -= 1
+                self._running -= 1
                 self._abandoned += 1
                 self._spawn_if_needed()
 
@@ -130,8 +138,18 @@ class SyncToolRunner:
                 self._queued -= 1
                 if job.abandoned:
                     continue
-                self._idle -= 1
-                job.started = True
+                refused = self._abandoned + self._running >= self.max_abandoned
+                if refused:
+                    job.error = self._refusal()
+                    job.finished = True
+                else:
+                    self._idle -= 1
+                    self._running += 1
+                    job.started = True
+            if refused:
+                with contextlib.suppress(RuntimeError):
+                    job.loop.call_soon_threadsafe(_settle, job)
+                continue
             try:
                 job.result = job.context.run(job.fn, *job.args, **job.kwargs)
             except BaseException as exc:
@@ -141,6 +159,7 @@ class SyncToolRunner:
                     self._abandoned -= 1
                     return  # this thread was already replaced
                 job.finished = True
+                self._running -= 1
                 self._idle += 1
             with contextlib.suppress(RuntimeError):  # the caller's loop closed: nobody waits
                 job.loop.call_soon_threadsafe(_settle, job)

@@ -14,7 +14,6 @@ which calls were answered.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import time
@@ -32,6 +31,7 @@ from .errors import InvalidToolArguments, NeedsHuman, ToolError
 from .events import RunEvent, ToolEnd, ToolProgress, ToolStart
 from .ledger import Ledger, in_ledger
 from .messages import ToolCallBlock, ToolResultBlock
+from .nested_streams import nested
 from .tool_results import error_result, tool_result
 from .tools import DEFAULT_TIMEOUT, Tool, ToolContext, format_validation_error
 
@@ -260,7 +260,7 @@ class ToolScheduler:
             return
         for group in self.groups(calls):
             group_events = self._run_group(calls, group, results, late_ends, early)
-            async with contextlib.aclosing(group_events):
+            async with nested(group_events):
                 async for event in group_events:
                     yield event
 

@@ -11,6 +11,10 @@
   characters escaped, so nothing unwritable reaches the session;
 - secrets are scrubbed (:func:`tether.scrub.scrub`): a tool that prints the environment
   does not hand the API key to the model or the session;
+- every inline image is checked (:func:`tether.images.check_image`): one that is not
+  base64 or not a PNG, JPEG, GIF or WebP image by its bytes is replaced by a note saying
+  why, and the result becomes an error result, so nothing a provider would reject on
+  every later turn reaches the session; a mislabelled image gets its real type;
 - the cap bounds the *whole* result: all text blocks together stay within
   ``max_output_chars`` (head and tail kept around a visible marker), and inline images
   together within ``max_image_bytes`` (decoded); an image over the budget is replaced by
@@ -25,6 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .errors import InvalidImageError
+from .images import check_image
 from .messages import ImageBlock, TextBlock, ToolResultBlock
 from .scrub import scrub
 
@@ -87,6 +93,7 @@ def tool_result(
             f"Tool `{tool_name}` returned a value that could not be turned into text "
             f"({type(value).__name__}: {_describe(exc)}). The tool ran, but its result is lost.",
         )
+    content, rejected = _checked_images(content)
     content = _capped(_scrubbed(content, max_output_chars), max_output_chars, max_image_bytes)
     bad = _unencodable_text(content)
     if bad is not None:
@@ -95,7 +102,25 @@ def tool_result(
             f"Tool `{tool_name}` returned text that is not valid Unicode (undecodable bytes, "
             "e.g. in a file name); those characters are shown escaped below.\n" + _encodable(bad),
         )
-    return ToolResultBlock(call_id=call_id, content=content)
+    return ToolResultBlock(call_id=call_id, content=content, is_error=rejected)
+
+
+def _checked_images(content: Content) -> tuple[Content, bool]:
+    """``content`` with each invalid image replaced by a note; whether any was."""
+    if isinstance(content, str) or not any(isinstance(b, ImageBlock) for b in content):
+        return content, False
+    checked: list[TextBlock | ImageBlock] = []
+    rejected = False
+    for block in content:
+        if isinstance(block, ImageBlock):
+            try:
+                block = check_image(block, max_bytes=None)  # the result's budget caps size
+            except InvalidImageError as exc:
+                rejected = True
+                checked.append(TextBlock(text=f"[image rejected: {exc}]"))
+                continue
+        checked.append(block)
+    return checked, rejected
 
 
 # -- internals ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from tether.errors import ToolError
 
 from .errors import ServerUnavailable
 from .settings import ServerSettings
+from .stderr_log import CappedLog
 
 __all__ = ["ServerConnection"]
 
@@ -72,6 +73,8 @@ class ServerConnection:
         self._started = False
         self._retry_at = 0.0
         self._errlog: TextIO | None = None
+        self._stderr: CappedLog | None = None
+        self._duplicates: set[str] = set()
         self._relister: asyncio.Future[None] | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self._aborted: dict[asyncio.Task[Any], str] = {}
@@ -345,7 +348,25 @@ class ServerConnection:
         allowed = self.settings.tools
         if allowed is not None:
             tools = [t for t in tools if t.name in allowed]
-        return tools
+        return self._first_of_each_name(tools)
+
+    def _first_of_each_name(self, tools: list[types.Tool]) -> list[types.Tool]:
+        """``tools`` with a repeated name dropped after its first listing; each repeated
+        name is logged once per connection (a server listing a tool twice would otherwise
+        give the model two tools of one name, which providers refuse)."""
+        kept: dict[str, types.Tool] = {}
+        for item in tools:
+            if item.name not in kept:
+                kept[item.name] = item
+            elif item.name not in self._duplicates:
+                self._duplicates.add(item.name)
+                log.warning(
+                    "MCP server %s lists the tool %r more than once; the first listing is "
+                    "used and the others are ignored.",
+                    self.name,
+                    item.name,
+                )
+        return list(kept.values())
 
     def _set_tools(self, tools: list[types.Tool]) -> bool:
         def key(items: list[types.Tool]) -> list[Any]:
@@ -409,6 +430,9 @@ class ServerConnection:
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
     def _log_path(self) -> Path:
         assert self.log_dir is not None
@@ -421,7 +445,8 @@ class ServerConnection:
             return sys.stderr
         if self._errlog is None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            self._errlog = open(self._log_path(), "a", encoding="utf-8")  # noqa: SIM115
+            self._stderr = CappedLog(self._log_path(), self.settings.log_max_bytes)
+            self._errlog = self._stderr.writer
         return self._errlog
 
 

@@ -58,6 +58,12 @@ class ServerSettings(BaseModel):
         0.5, ge=0, description="First wait before restarting a crashed server; doubles, to 30 s."
     )
     enabled: bool = True
+    log_max_bytes: int = Field(
+        1_048_576,
+        ge=4096,
+        description="Bytes of a stdio server's stderr log (NAME.log) before it is rotated "
+        "to NAME.log.1; at most twice this is kept.",
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerSettings:

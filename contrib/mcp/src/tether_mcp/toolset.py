@@ -14,6 +14,7 @@ from tether.tools import Tool, ToolContext, Toolset
 from .connection import ServerConnection
 from .errors import ServerUnavailable
 from .names import tool_name
+from .progress import CoalescedProgress
 from .results import to_blocks
 from .schema import normalise
 
@@ -47,14 +48,15 @@ class McpTool(Tool):
         return dict(arguments)
 
     async def call(self, arguments: Mapping[str, Any], context: ToolContext | None) -> Any:
-        progress = None
         report = context.report_progress if context is not None else None
-        if report is not None:
-
-            async def progress(value: float, total: float | None, message: str | None) -> None:
-                report(value, total, message)
-
-        result = await self.connection.call(self.remote_name, dict(arguments), progress=progress)
+        progress = CoalescedProgress(report) if report is not None else None
+        try:
+            result = await self.connection.call(
+                self.remote_name, dict(arguments), progress=progress
+            )
+        finally:
+            if progress is not None:
+                progress.finish()
         return to_blocks(result)
 
 

@@ -65,7 +65,9 @@ class TetherCommandError(click.ClickException):
     """An expected failure: printed as one line on stderr, exit status 1."""
 
     def show(self, file: Any = None) -> None:
-        click.secho(f"Error: {self.format_message()}", file=file, err=True, fg="red")
+        from .terminal_text import neutralize
+
+        click.secho(f"Error: {neutralize(self.format_message())}", file=file, err=True, fg="red")
 
 
 class CliState:
@@ -173,7 +175,7 @@ class _WarningHandler(logging.Handler):
             return
         self.seen.add(message)
         label = "warning" if record.levelno >= logging.WARNING else record.levelname.lower()
-        sys.stderr.write(f"{label}: {message}\n")
+        sys.stderr.write(f"{label}: {_neutralize(message)}\n")
 
 
 _HANDLER = _WarningHandler()
@@ -192,6 +194,12 @@ def quiet_plugin_warnings() -> None:
     _HANDLER.quiet_plugin_warnings = True
 
 
+def _neutralize(text: str) -> str:
+    from .terminal_text import neutralize
+
+    return neutralize(text)
+
+
 def _builtin(name: str) -> click.Command:
     module, attribute = BUILTIN_COMMANDS[name]
     command: click.Command = getattr(importlib.import_module(module), attribute)
@@ -202,7 +210,7 @@ def _scrubbing_excepthook(
     kind: type[BaseException], exc: BaseException, tb: types.TracebackType | None
 ) -> None:
     """Unexpected errors still print a traceback, without secrets."""
-    sys.stderr.write(format_exception(exc.with_traceback(tb)))
+    sys.stderr.write(_neutralize(format_exception(exc.with_traceback(tb))))
 
 
 class TetherGroup(click.Group):
@@ -274,7 +282,7 @@ class TetherGroup(click.Group):
             ctx.exit(0)
         except TetherError as exc:
             if _state(ctx).debug:
-                sys.stderr.write(format_exception(exc))
+                sys.stderr.write(_neutralize(format_exception(exc)))
             raise TetherCommandError(str(exc)) from exc
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .terminal_text import neutralize
+
 if TYPE_CHECKING:
     from ..approvals import Approval, ApprovalRequest
     from ..output import JsonSchemaOutput
@@ -51,7 +53,7 @@ def ask_on_terminal(request: ApprovalRequest) -> Approval:
     rule = f" (rule `{request.rule}`)" if request.rule else ""
     while True:
         answer = click.prompt(
-            f"Allow {what}{rule}? [y]es / [n]o / [a]lways this session",
+            neutralize(f"Allow {what}{rule}? [y]es / [n]o / [a]lways this session"),
             default="n",
             show_default=False,
             err=True,
@@ -105,7 +107,7 @@ class AnswerAsJson:
         if isinstance(event, TextDelta | PartialOutput):
             return
         if isinstance(event, Done) and event.result.outcome is Outcome.COMPLETED:
-            click.echo(json.dumps(event.result.output, ensure_ascii=False))
+            click.echo(neutralize(json.dumps(event.result.output, ensure_ascii=False)))
         self.inner.event(event)
 
     def __getattr__(self, name: str) -> Any:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import CliState, fail, pass_state
+from .terminal_text import echo
 
 if TYPE_CHECKING:
     from ..knowledge.knowledge_base import KnowledgeBase
@@ -159,7 +160,7 @@ def add(
     try:
         outcomes = asyncio.run(index())
     except KeyboardInterrupt:
-        click.echo(
+        echo(
             f"Interrupted: {written.documents} files indexed in this run, the index is "
             f"consistent. Run the same command again to finish (indexed files are skipped).",
             err=True,
@@ -207,11 +208,11 @@ def _print_summary(
         if written.chunks
         else ""
     )
-    click.echo(f"Indexed {files - len(skipped)} files: {summary}{rate}.")
+    echo(f"Indexed {files - len(skipped)} files: {summary}{rate}.")
     if skipped:
-        click.echo(f"Skipped {len(skipped)} binary or unreadable files.")
+        echo(f"Skipped {len(skipped)} binary or unreadable files.")
     if keyword_only:
-        click.echo("Keyword-only index: no embedder is configured ([knowledge] embedder).")
+        echo("Keyword-only index: no embedder is configured ([knowledge] embedder).")
 
 
 @kb.command()
@@ -252,7 +253,7 @@ def search(
         knowledge.close()
     if as_json:
         for p in passages:
-            click.echo(
+            echo(
                 json.dumps(
                     {
                         "doc": p.doc_id,
@@ -269,17 +270,17 @@ def search(
             )
         return
     if knowledge.keyword_only:
-        click.echo("(keyword search only: no embedder is configured)")
+        echo("(keyword search only: no embedder is configured)")
     if not passages:
-        click.echo("No passages found.")
+        echo("No passages found.")
     from .kb_paths import kb_root, shown
 
     root = kb_root(state.config())
     for number, p in enumerate(passages, start=1):
         lines = f"{p.start_line}" if p.start_line == p.end_line else f"{p.start_line}-{p.end_line}"
-        click.secho(f"[{number}] {shown(p.doc_id, root)}:{lines}  score {p.score:.4f}", bold=True)
-        click.echo(p.text)
-        click.echo()
+        echo(f"[{number}] {shown(p.doc_id, root)}:{lines}  score {p.score:.4f}", bold=True)
+        echo(p.text)
+        echo()
 
 
 @kb.command(name="list")
@@ -299,7 +300,7 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
     root = kb_root(state.config())
     for doc in documents:
         if as_json:
-            click.echo(
+            echo(
                 json.dumps(
                     {
                         "doc": doc.doc_id,
@@ -311,9 +312,9 @@ def list_documents(state: CliState, as_json: bool, backend: str | None) -> None:
             )
         else:
             vectors = doc.embedder or "keywords only"
-            click.echo(f"{shown(doc.doc_id, root)}\t{doc.chunks} chunks\t{vectors}")
+            echo(f"{shown(doc.doc_id, root)}\t{doc.chunks} chunks\t{vectors}")
     if not as_json:
-        click.echo(f"{len(documents)} documents.")
+        echo(f"{len(documents)} documents.")
 
 
 @kb.command()
@@ -332,7 +333,7 @@ def rm(state: CliState, docs: tuple[str, ...], backend: str | None) -> None:
         for doc in docs:
             removed = any(asyncio.run(knowledge.remove(id_)) for id_ in spellings(doc, root))
             if removed:
-                click.echo(f"Removed {doc}.")
+                echo(f"Removed {doc}.")
             else:
                 missing.append(doc)
     finally:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import click
 
 from . import CliState, fail, pass_state
+from .terminal_text import echo
 
 if TYPE_CHECKING:
     from ..memory import CrossSessionMemory, MemoryFile
@@ -63,14 +64,14 @@ def show(state: CliState, which: str, project_dir: Path | None) -> None:
     mem = _memory(state, project_dir)
     for file in _targets(mem, which):
         title = "User profile" if file is mem.store.user else f"Project facts ({mem.store.project})"
-        click.secho(f"{title} — {file.chars()}/{file.cap} characters", bold=True)
-        click.echo(f"  {file.path}")
+        echo(f"{title} — {file.chars()}/{file.cap} characters", bold=True)
+        echo(f"  {file.path}")
         entries = file.entries()
         if not entries:
-            click.echo("  (empty)")
+            echo("  (empty)")
         for entry in entries:
-            click.echo("- " + entry.replace("\n", "\n  "))
-        click.echo()
+            echo("- " + entry.replace("\n", "\n  "))
+        echo()
 
 
 @memory.command()
@@ -88,13 +89,13 @@ def edit(state: CliState, which: str, project_dir: Path | None) -> None:
     current = file.read_text()
     edited = click.edit(current, extension=".md", require_save=True)
     if edited is None or edited == current:
-        click.echo("No changes.")
+        echo("No changes.")
         return
     try:
         result = file.replace_all(edited)
     except MemoryWriteRejected as exc:
         fail(f"{exc} The {file.label} at {file.path} is unchanged.")
-    click.echo(f"Saved: {result.chars}/{result.cap} characters in {file.path}.")
+    echo(f"Saved: {result.chars}/{result.cap} characters in {file.path}.")
 
 
 @memory.command()
@@ -107,8 +108,8 @@ def clear(state: CliState, which: str, yes: bool, project_dir: Path | None) -> N
     files = _targets(_memory(state, project_dir), which)
     labels = " and ".join(f.label for f in files)
     if not yes and not click.confirm(f"Delete the {labels}?", default=False):
-        click.echo("Nothing deleted.")
+        echo("Nothing deleted.")
         return
     for file in files:
         file.clear()
-    click.echo(f"Cleared the {labels}.")
+    echo(f"Cleared the {labels}.")

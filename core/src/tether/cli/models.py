@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import CliState, pass_state
+from .terminal_text import echo
 
 if TYPE_CHECKING:
     from ..provider import ModelInfo, Provider
@@ -203,7 +204,7 @@ def list_models(
         _check(state, providers, json_mode)
         return
     report = catalogue_report(state, providers)
-    click.echo(json.dumps(report, indent=2) if json_mode else format_catalogue(report))
+    echo(json.dumps(report, indent=2) if json_mode else format_catalogue(report))
 
 
 def _check(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
@@ -211,10 +212,10 @@ def _check(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None
 
     results = check_keys(state, checked_providers(state, providers))
     if json_mode:
-        click.echo(json.dumps({r.provider: {"ok": r.ok, "error": r.error} for r in results}))
+        echo(json.dumps({r.provider: {"ok": r.ok, "error": r.error} for r in results}))
     else:
         for result in results:
-            click.echo(result.line())
+            echo(result.line())
     if not all(r.ok for r in results):
         click.get_current_context().exit(1)
 
@@ -239,13 +240,11 @@ def default(state: CliState, name: str | None) -> None:
     providers = state.plugin_manager().providers
     if name is None:
         choice = choose_model(None, config, providers)
-        click.echo(f"{choice.model}\t(from {choice.source})")
+        echo(f"{choice.model}\t(from {choice.source})")
         return
     ref = parse_model_string(name, providers, config.aliases)
     path = writable_config_path(state.config_path)
     set_top_level_string(path, "model", name)
-    click.echo(f"Default model: {name} ({ref}), saved in {path}.")
+    echo(f"Default model: {name} ({ref}), saved in {path}.")
     if os.environ.get("TETHER_MODEL"):
-        click.echo(
-            f"Note: TETHER_MODEL={os.environ['TETHER_MODEL']} is set and wins over it.", err=True
-        )
+        echo(f"Note: TETHER_MODEL={os.environ['TETHER_MODEL']} is set and wins over it.", err=True)

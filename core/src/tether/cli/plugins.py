@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import CliState, pass_state, quiet_plugin_warnings
+from .terminal_text import echo
 
 if TYPE_CHECKING:
     from ..plugins import PluginManager
@@ -150,6 +151,6 @@ def plugins(state: CliState, json_mode: bool) -> None:
     _start_dynamic_toolsets(manager)
     report = plugin_report(manager)
     if json_mode:
-        click.echo(json.dumps(report, indent=2))
+        echo(json.dumps(report, indent=2))
     else:
-        click.echo(format_report(report))
+        echo(format_report(report))

@@ -8,10 +8,14 @@ Three renderers share one small interface (:class:`Renderer`):
   compactions are noted; a dim line with turns, tool calls, tokens, cost and time ends
   the run. Errors go to stderr in red.
 - :class:`PlainRenderer` (stdout is not a terminal): only the answer goes to stdout,
-  unchanged, so ``tether run ... > answer.txt`` captures exactly it. Tool activity,
+  as written, so ``tether run ... > answer.txt`` captures exactly it. Tool activity,
   retries and the usage line go to stderr as ``[tool] ...`` style lines.
 - :class:`JsonRenderer` (``--json``): one JSON object per event per line on stdout, as
   built by :func:`tether.events.event_to_dict`, flushed as it happens.
+
+All three pass every string that came from a model, a tool or a session through
+:func:`tether.cli.terminal_text.neutralize` before writing it: escape sequences are
+shown, never obeyed (JSON stays valid and means the same).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from ..events import (
     event_to_dict,
 )
 from ..scrub import scrub
+from .terminal_text import neutralize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -114,12 +119,17 @@ def summarize_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
         if len(text) > 40:
             text = text[:39] + "…"
         parts.append(f"{key}={text}")
-    summary = ", ".join(parts)
+    summary = neutralize(", ".join(parts))
     return summary if len(summary) <= limit else summary[: limit - 1] + "…"
 
 
 def nested_line(event: Nested) -> str | None:
     """An indented line for a sub-agent event worth showing (tool calls and the end)."""
+    line = _nested_line(event)
+    return None if line is None else neutralize(line)
+
+
+def _nested_line(event: Nested) -> str | None:
     from ..events import Done, ToolEnd, ToolStart
 
     indent = "  " * event.depth + "│ "
@@ -146,13 +156,13 @@ def _result_text(result: ToolResultBlock) -> str:
 
 
 def _first_line(text: str, limit: int = 100) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = neutralize(text.strip().splitlines()[0] if text.strip() else "")
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def usage_line(result: RunResult, model: str | None) -> str:
     """One line summing up a run: model, turns, tool calls, tokens, cost, time."""
-    parts = [model] if model else []
+    parts = [neutralize(model)] if model else []
     parts.append(_count(result.turns, "turn"))
     if result.tool_calls:
         calls = _count(result.tool_calls, "tool call")
@@ -199,7 +209,7 @@ class JsonRenderer:
         self.err = err
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self.out.write(scrub(json.dumps(obj, ensure_ascii=False, default=str)) + "\n")
+        self.out.write(neutralize(scrub(json.dumps(obj, ensure_ascii=False, default=str))) + "\n")
         self.out.flush()
 
     def event(self, event: RunEvent) -> None:
@@ -211,7 +221,7 @@ class JsonRenderer:
     def error(self, message: str) -> None:
         self._write({"type": "error", "message": message})
         if self.err is not None:
-            self.err.write(f"Error: {scrub(message)}\n")
+            self.err.write(f"Error: {neutralize(scrub(message))}\n")
             self.err.flush()
 
     def finish_line(self) -> None:
@@ -223,7 +233,7 @@ class JsonRenderer:
 
 # -- plain text -----------------------------------------------------------------------------
 class PlainRenderer:
-    """The answer on ``out``, verbatim; everything else as tagged lines on ``err``."""
+    """The answer on ``out`` (neutralized); everything else as tagged lines on ``err``."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out = out
@@ -234,13 +244,13 @@ class PlainRenderer:
 
     def _line(self, text: str) -> None:
         self.finish_line()
-        self.err.write(text + "\n")
+        self.err.write(neutralize(text) + "\n")
         self.err.flush()
 
     def event(self, event: RunEvent) -> None:
         if isinstance(event, TextDelta):
             if event.text:
-                self.out.write(event.text)
+                self.out.write(neutralize(event.text))
                 self.out.flush()
                 self._open_line = not event.text.endswith("\n")
         elif isinstance(event, ToolStart):
@@ -330,7 +340,7 @@ class MarkdownStream:
         return bool(self.buffer) or self._live is not None
 
     def feed(self, text: str) -> None:
-        self.buffer += text
+        self.buffer += neutralize(text)
         finished, rest = split_finished_blocks(self.buffer)
         if finished.strip():
             self._show(finished, final=True)
@@ -362,7 +372,8 @@ class MarkdownStream:
                 redirect_stderr=False,
             )
             self._live.start()
-        self._live.update(Markdown(text.strip("\n")), refresh=True)
+        # Links show their address: a link's text must not hide where it leads.
+        self._live.update(Markdown(text.strip("\n"), hyperlinks=False), refresh=True)
         if final:
             self._live.stop()
             self._live = None
@@ -383,11 +394,15 @@ class RichRenderer:
 
     def _stream(self, text: str, style: str | None = None) -> None:
         if text:
-            self.console.out(text, end="", style=style, highlight=False)
+            self.console.out(neutralize(text), end="", style=style, highlight=False)
             self._open_line = not text.endswith("\n")
 
     def _line(self, text: Any) -> None:
+        """Print ``text``: a string is neutralized here; a :class:`rich.text.Text` must
+        be assembled from neutralized pieces."""
         self.finish_line()
+        if isinstance(text, str):
+            text = neutralize(text)
         self.console.print(text, highlight=False, soft_wrap=True)
 
     def event(self, event: RunEvent) -> None:
@@ -404,11 +419,11 @@ class RichRenderer:
             self._stream(event.text, style="dim italic")
         elif isinstance(event, ToolStart):
             self._in_thinking = False
-            self._running[event.call_id] = event.name
+            self._running[event.call_id] = neutralize(event.name)
             self._line(
                 Text.assemble(
                     ("⏺ ", "cyan"),
-                    (event.name, "bold cyan"),
+                    (neutralize(event.name), "bold cyan"),
                     (f"({summarize_arguments(event.arguments)})", "cyan"),
                 )
             )
@@ -418,7 +433,8 @@ class RichRenderer:
             discarded = " (the partial answer above is discarded)" if self._streamed_text else ""
             self._line(
                 Text(
-                    f"↻ retrying in {event.delay:.1f}s (attempt {event.attempt + 1}): {event.error}{discarded}",
+                    f"↻ retrying in {event.delay:.1f}s (attempt {event.attempt + 1}): "
+                    f"{neutralize(str(event.error))}{discarded}",
                     style="yellow",
                 )
             )
@@ -426,7 +442,7 @@ class RichRenderer:
         elif isinstance(event, Compaction):
             self._line(
                 Text(
-                    f"⋯ history compacted ({event.strategy}): "
+                    f"⋯ history compacted ({neutralize(event.strategy)}): "
                     f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
                     style="dim",
                 )
@@ -437,7 +453,7 @@ class RichRenderer:
             self._model = event.model
             self._streamed_text = False
         elif isinstance(event, CacheWarning):
-            self._line(Text(f"⚠ {event.message}", style="yellow"))
+            self._line(Text(f"⚠ {neutralize(event.message)}", style="yellow"))
         elif isinstance(event, Nested):
             if (line := nested_line(event)) is not None:
                 self._line(Text(line, style="dim"))
@@ -454,16 +470,15 @@ class RichRenderer:
 
         self._running.pop(event.call_id, None)
         text = _first_line(_result_text(event.result))
+        name = neutralize(event.name)
         if event.interrupted:
-            line = Text.assemble(
-                ("  ✗ ", "bold red"), (event.name, "red"), (": interrupted", "red")
-            )
+            line = Text.assemble(("  ✗ ", "bold red"), (name, "red"), (": interrupted", "red"))
         elif event.is_error:
-            line = Text.assemble(("  ✗ ", "bold red"), (event.name, "red"), (f": {text}", "red"))
+            line = Text.assemble(("  ✗ ", "bold red"), (name, "red"), (f": {text}", "red"))
         else:
             line = Text.assemble(
                 ("  ✓ ", "green"),
-                (event.name, "green"),
+                (name, "green"),
                 (f" {event.duration:.2f}s ", "dim"),
                 (text, "dim"),
             )
@@ -472,13 +487,15 @@ class RichRenderer:
     def notice(self, message: str) -> None:
         from rich.text import Text
 
-        self._line(Text(message, style="dim"))
+        self._line(Text(neutralize(message), style="dim"))
 
     def error(self, message: str) -> None:
         from rich.text import Text
 
         self.finish_line()
-        self.error_console.print(Text(f"Error: {message}", style="bold red"), highlight=False)
+        self.error_console.print(
+            Text(f"Error: {neutralize(message)}", style="bold red"), highlight=False
+        )
 
     def finish_line(self) -> None:
         self._markdown.close()

@@ -22,6 +22,7 @@ import click
 
 from ..scrub import format_exception
 from . import CliState, pass_state
+from .terminal_text import neutralize
 
 if TYPE_CHECKING:
     from ..agent import Agent, Prompt
@@ -315,7 +316,7 @@ def _renderer_and_output(json_mode: bool, schema_path: Path | None) -> tuple[Ren
 def report_error(state: CliState, renderer: Renderer, exc: TetherError) -> None:
     """Show an expected error (with its traceback under ``--debug``)."""
     if state.debug:
-        sys.stderr.write(format_exception(exc))
+        sys.stderr.write(neutralize(format_exception(exc)))
     renderer.error(str(exc))
 
 
@@ -333,10 +334,13 @@ def read_prompt(prompt: str | None) -> str:
 def attach_images(text: str, images: Sequence[Path]) -> Prompt:
     """``text`` alone, or ``text`` followed by the images (PNG, JPEG, GIF, WebP).
 
-    Raises :class:`click.BadParameter` for a file that is not one of those images.
+    Raises :class:`click.BadParameter` for a file that is not one of those images (by
+    its extension and by its bytes) or is over the size cap.
     """
     if not images:
         return text
+    from ..errors import InvalidImageError
+    from ..images import check_image
     from ..messages import ImageBlock, TextBlock
 
     blocks: list[Any] = [TextBlock(text=text)]
@@ -347,7 +351,10 @@ def attach_images(text: str, images: Sequence[Path]) -> Prompt:
                 f"{path} is not a PNG, JPEG, GIF or WebP image (by its extension).",
                 param_hint="--image",
             )
-        blocks.append(ImageBlock.from_bytes(path.read_bytes(), mime))
+        try:
+            blocks.append(check_image(ImageBlock.from_bytes(path.read_bytes(), mime)))
+        except InvalidImageError as exc:
+            raise click.BadParameter(f"{path}: {exc}", param_hint="--image") from None
     return blocks
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import fail, pass_state
+from .terminal_text import echo, neutralize
 
 if TYPE_CHECKING:
     from ..runlog import RunLog, RunRow
@@ -73,19 +74,19 @@ def runs(state: CliState, limit: int, include_nested: bool, as_json: bool) -> No
     try:
         rows = log.recent(limit, top_level=not include_nested)
     except RunNotFound as exc:
-        click.echo(str(exc))
+        echo(str(exc))
         return
     if as_json:
         for row in rows:
-            click.echo(json.dumps({k: v for k, v in row.to_dict().items() if k != "events"}))
+            echo(json.dumps({k: v for k, v in row.to_dict().items() if k != "events"}))
         return
     if not rows:
-        click.echo(f"No runs recorded in {log.path} yet.")
+        echo(f"No runs recorded in {log.path} yet.")
         return
     width = max(len(row.model or "?") for row in rows)
     for row in rows:
         tools = f"{row.tool_calls}" + (f"({row.tool_errors}✗)" if row.tool_errors else "")
-        click.echo(
+        echo(
             f"{row.run_id[:12]}  {_when(row.started)[5:16]}  {row.model or '?':<{width}}  "
             f"{row.outcome or '?':<10} {row.turns:>3} turns {tools:>6} tools "
             f"{row.input_tokens + row.output_tokens:>9,} tok {_cost(row.cost):>9} "
@@ -123,10 +124,10 @@ def trace(state: CliState, run_id: str, html_path: Path | None, as_json: bool) -
             target.write_text(render_html(row, tree), encoding="utf-8")
         except OSError as exc:
             fail(f"Cannot write {target}: {exc}. Choose another path with --html PATH.")
-        click.echo(f"Wrote {target}")
+        echo(f"Wrote {target}")
         return
     if as_json:
-        click.echo(json.dumps(_as_dict(tree), indent=2, default=str))
+        echo(json.dumps(_as_dict(tree), indent=2, default=str))
         return
     _print_tree(row, tree)
 
@@ -143,17 +144,22 @@ def _as_dict(span: Span) -> dict[str, Any]:
     }
 
 
+def _safe(text: str) -> str:
+    """``text`` as it came from the log, neutralized and escaped for rich markup."""
+    from rich.markup import escape
+
+    return escape(neutralize(text))
+
+
 _MARK = {"ok": "[green]✓[/green]", "error": "[red]✗[/red]", "interrupted": "[yellow]⊘[/yellow]"}
 
 
 def _label(span: Span) -> str:
-    from rich.markup import escape
-
     d = span.details
     if span.kind == "run":
         parts = [
-            f"[bold]{escape(span.title)}[/bold]",
-            escape(str(d.get("outcome"))),
+            f"[bold]{_safe(span.title)}[/bold]",
+            _safe(str(d.get("outcome"))),
             f"{d.get('turns')} turns",
             f"{d.get('tool_calls')} tool calls ({d.get('tool_errors')} failed)",
             f"{d.get('input_tokens'):,} in / {d.get('output_tokens'):,} out",
@@ -165,13 +171,13 @@ def _label(span: Span) -> str:
         parts.append(_seconds(span.duration))
         label = " · ".join(parts)
         if d.get("error"):
-            label += f"\n[red]{escape(_one_line(d['error'], 200))}[/red]"
+            label += f"\n[red]{_safe(_one_line(d['error'], 200))}[/red]"
         return label
     if span.kind == "turn":
-        return f"[bold]{escape(span.title)}[/bold]"
+        return f"[bold]{_safe(span.title)}[/bold]"
     if span.kind == "model":
         parts = [
-            f"[magenta]{escape(span.title)}[/magenta]",
+            f"[magenta]{_safe(span.title)}[/magenta]",
             _seconds(d.get("latency")),
         ]
         if d.get("time_to_first_token") is not None:
@@ -181,31 +187,30 @@ def _label(span: Span) -> str:
             parts.append(f"{d['cache_read_tokens']:,} cached")
         if d.get("cost") is not None:
             parts.append(_cost(d["cost"]))
-        parts.append(escape(str(d.get("stop_reason"))))
+        parts.append(_safe(str(d.get("stop_reason"))))
         label = " · ".join(parts)
         if d.get("text"):
-            label += f"\n[dim]{escape(_one_line(d['text'], 120))}[/dim]"
+            label += f"\n[dim]{_safe(_one_line(d['text'], 120))}[/dim]"
         return label
     if span.kind == "tool":
         mark = _MARK.get(span.status, "…")
         label = (
-            f"{mark} [cyan]{escape(span.title)}[/cyan]"
-            f"({escape(_one_line(d.get('arguments'), 100))}) {_seconds(d.get('duration'))}"
+            f"{mark} [cyan]{_safe(span.title)}[/cyan]"
+            f"({_safe(_one_line(d.get('arguments'), 100))}) {_seconds(d.get('duration'))}"
         )
         if d.get("result"):
             style = "red" if span.status != "ok" else "dim"
-            label += f"\n[{style}]→ {escape(_one_line(d['result'], 120))}[/{style}]"
+            label += f"\n[{style}]→ {_safe(_one_line(d['result'], 120))}[/{style}]"
         return label
     if span.kind == "retry":
-        return f"[yellow]↻ {escape(span.title)}[/yellow] [dim]{escape(_one_line(d.get('error'), 120))}[/dim]"
+        return f"[yellow]↻ {_safe(span.title)}[/yellow] [dim]{_safe(_one_line(d.get('error'), 120))}[/dim]"
     if span.kind == "cache_warning":
-        return f"[yellow]⚠ {escape(_one_line(d.get('message'), 160))}[/yellow]"
-    return f"[dim]⋯ {escape(span.title)}[/dim]"
+        return f"[yellow]⚠ {_safe(_one_line(d.get('message'), 160))}[/yellow]"
+    return f"[dim]⋯ {_safe(span.title)}[/dim]"
 
 
 def _print_tree(row: RunRow, root: Span) -> None:
     from rich.console import Console
-    from rich.markup import escape
     from rich.tree import Tree
 
     def add(node: Tree, span: Span) -> None:
@@ -214,7 +219,7 @@ def _print_tree(row: RunRow, root: Span) -> None:
 
     tree = Tree(_label(root))
     if row.prompt:
-        tree.add(f"[dim]prompt:[/dim] {escape(_one_line(row.prompt, 160))}")
+        tree.add(f"[dim]prompt:[/dim] {_safe(_one_line(row.prompt, 160))}")
     add(tree, root)
     Console(highlight=False).print(tree)
 
@@ -232,16 +237,16 @@ def stats(state: CliState, days: float | None, as_json: bool) -> None:
     try:
         totals = _log(state).stats(since)
     except RunNotFound as exc:
-        click.echo(str(exc))
+        echo(str(exc))
         return
     if as_json:
-        click.echo(json.dumps(totals, indent=2))
+        echo(json.dumps(totals, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False)
-    outcomes = ", ".join(f"{n} {name}" for name, n in totals["outcomes"].items()) or "none"
+    outcomes = _safe(", ".join(f"{n} {name}" for name, n in totals["outcomes"].items()) or "none")
     console.print(f"[bold]{totals['runs']} runs[/bold] ({outcomes})")
     ratio = totals["cache_hit_ratio"]
     console.print(
@@ -256,7 +261,7 @@ def stats(state: CliState, days: float | None, as_json: bool) -> None:
     )
     if totals["error_types"]:
         errors = ", ".join(f"{name} × {n}" for name, n in totals["error_types"].items())
-        console.print(f"[red]errors:[/red] {errors}")
+        console.print(f"[red]errors:[/red] {_safe(errors)}")
     if totals["tools"]:
         table = Table(box=None, pad_edge=False, header_style="bold")
         for column in ("tool", "calls", "errors", "error rate", "interrupted", "mean time"):
@@ -264,7 +269,7 @@ def stats(state: CliState, days: float | None, as_json: bool) -> None:
         for tool in totals["tools"]:
             rate = f"{tool['error_rate']:.1%}"
             table.add_row(
-                tool["name"],
+                _safe(tool["name"]),
                 str(tool["calls"]),
                 str(tool["errors"]),
                 f"[red]{rate}[/red]" if tool["errors"] else rate,

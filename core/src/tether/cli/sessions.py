@@ -15,6 +15,7 @@ import click
 
 from ..scrub import scrub
 from . import fail, pass_state
+from .terminal_text import echo
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -76,12 +77,12 @@ def list_sessions(state: CliState) -> None:
 
     where, listed = _with_store(state, rows)
     if not listed:
-        click.echo(f"No sessions in {where}. Start one with: tether chat --session NAME")
+        echo(f"No sessions in {where}. Start one with: tether chat --session NAME")
         return
     width = max(len(name) for name, *_ in listed)
     for name, messages, size, when in listed:
         size_column = f"  {size:>8}" if size else ""
-        click.echo(f"{name:<{width}}  {messages:>6} messages{size_column}  {when}")
+        echo(f"{name:<{width}}  {messages:>6} messages{size_column}  {when}")
 
 
 @sessions.command()
@@ -103,16 +104,16 @@ def show(state: CliState, name: str, as_json: bool) -> None:
     session_id, messages, report = _with_store(state, load)
     if as_json:
         for message in messages:
-            click.echo(scrub(message.to_json()))
+            echo(scrub(message.to_json()))
         return
-    click.echo(f"Session {name} ({session_id}): {len(messages)} messages")
+    echo(f"Session {name} ({session_id}): {len(messages)} messages")
     if report:
-        click.secho(
+        echo(
             f"Needs repair: {report.summary()} (run `tether sessions repair {name}`)",
             fg="yellow",
         )
     for message in messages:
-        click.echo(_render(message))
+        echo(_render(message))
 
 
 @sessions.command()
@@ -136,17 +137,17 @@ def repair(state: CliState, name: str, dry_run: bool) -> None:
 
     report = _with_store(state, lambda store: report_of(store, write=False))
     if not report:
-        click.echo(f"Session {name} is intact; nothing to repair.")
+        echo(f"Session {name} is intact; nothing to repair.")
         return
     for action in report.actions:
-        click.echo(f"- {action}")
+        echo(f"- {action}")
     if dry_run:
-        click.echo(f"Dry run: {report.summary()}. Nothing was written.")
+        echo(f"Dry run: {report.summary()}. Nothing was written.")
         return
     # Opening for writing stores the repaired history atomically (a JSONL store also
     # keeps the damaged original).
     report = _with_store(state, lambda store: report_of(store, write=True))
-    click.echo(f"Repaired session {name}: {report.summary()}.")
+    echo(f"Repaired session {name}: {report.summary()}.")
 
 
 @sessions.command("rm")
@@ -155,7 +156,7 @@ def repair(state: CliState, name: str, dry_run: bool) -> None:
 def remove(state: CliState, name: str) -> None:
     """Delete session NAME."""
     _with_store(state, lambda store: store.remove(name))
-    click.echo(f"Removed session {name}.")
+    echo(f"Removed session {name}.")
 
 
 async def _close(session: AnySession) -> None:

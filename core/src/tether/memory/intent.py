@@ -226,12 +226,49 @@ _STEERING_FILES = (
     r"\.zprofile|\.zshenv|config\.fish|authorized_keys|\.git/hooks|crontab|\.config/autostart|"
     r"launchagents|systemd/user)"
 )
+# A clause: no sentence end, but dots inside a word or path (``~/.ssh``, ``AGENTS.md``).
+_CLAUSE = r"(?:[^.;!?\n]|\.(?=[\w/~]))"
+_WRITE = (
+    r"\b(add|append|prepend|insert|write|copy|put|inject|persist|save|paste|place|update|edit|"
+    r"modify|change|create|overwrite|record|store|include|register|install|set up|schedule|"
+    r"echo|printf|cat|make sure|ensure)\b"
+)
+# What turns a mention of such a file into content for it: a colon, quoted text, a
+# "saying"/"telling" clause, a rule, or a hook or job "that runs ...".
+_DIRECTIVE = (
+    r"(:\s*\S|[\"'`]\S|\b(to say|saying|that says|which says|to tell|telling|tells|to instruct|"
+    r"instructing|instructs|with (the|a|this|these) (rule|line|instruction|text|note|content)s?|"
+    r"so (that )?(every|all|future|other|the|each|any) (agents?|assistants?|models?|sessions?|"
+    r"runs?)|that (runs?|uploads?|sends?|posts?|executes?|downloads?|calls?|pipes?|curls?))\b)"
+)
+_AGENT_FILES = (
+    r"(agents\.md|claude\.md|gemini\.md|copilot-instructions\.md|\.cursorrules|\.clinerules|"
+    r"\.windsurfrules|\.cursor/rules|\.github/copilot)"
+)
+_SSH_PUBLIC_KEY = r"\b(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com) aaaa"
 _PERSISTENCE = [
     rf"(>>?|\btee( -a)?)\s*[\"']?[~$\w./-]*{_STEERING_FILES}",
     rf"\b(add|append|insert|write|copy|put|inject|persist|save|paste|place)\b[^.;!?\n]{{0,10}}"
     rf"\b(this|these|the following|yourself|this (instruction|text|entry|note|rule|line|memory)|"
     rf"(a|an|the) (line|instruction|rule|hook|command)|instructions?)\b[^.;!?\n]{{0,40}}"
     rf"\b(to|into|in)\b[^.;!?\n]{{0,20}}{_STEERING_FILES}",
+    # "update AGENTS.md to say ...", "write '...' into .bashrc", "add a cron job to crontab
+    # that runs ...": a write to the file that carries content (a plain "also update
+    # CLAUDE.md" does not).
+    rf"{_WRITE}{_CLAUSE}{{0,80}}{_STEERING_FILES}{_CLAUSE}{{0,40}}?{_DIRECTIVE}",
+    rf"{_WRITE}{_CLAUSE}{{0,80}}?{_DIRECTIVE}{_CLAUSE}{{0,120}}\b(to|into|in|inside|onto)\b"
+    rf"{_CLAUSE}{{0,20}}{_STEERING_FILES}",
+    rf"{_STEERING_FILES}{_CLAUSE}{{0,40}}{_WRITE}\s*:",
+    # "AGENTS.md should say: ...", "make sure CLAUDE.md tells every agent ..."
+    rf"{_AGENT_FILES}[\"'`]?\s+(should|must|shall|needs? to|has to) (always )?"
+    rf"(say|tell|instruct|include|contain|state)\b",
+    rf"{_AGENT_FILES}[\"'`]?\s+(tells|instructs) (every|all|each|any|future|other|the) "
+    rf"(agents?|assistants?|models?)\b",
+    # authorized_keys: any write to it, or a public key named with it, or ssh-copy-id.
+    rf"{_WRITE}{_CLAUSE}{{0,120}}\bauthorized_keys\b",
+    rf"\bauthorized_keys\b{_CLAUSE}{{0,120}}{_SSH_PUBLIC_KEY}",
+    rf"{_SSH_PUBLIC_KEY}{_CLAUSE}{{0,160}}\bauthorized_keys\b",
+    r"\bssh-copy-id\b[^\n]{0,80}@",
 ]
 
 # -- literal credentials ---------------------------------------------------------------------------
