@@ -14,7 +14,6 @@ import tether
 from tether.knowledge import KnowledgeBase, MemoryBackend
 from tether.provider import ModelRequest
 from tether.testing import Reply, ScriptedProvider, call, rate_limited
-
 from tether_evals import TrialSetup
 
 POLICIES = {

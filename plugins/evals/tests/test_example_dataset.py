@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-
 from types import ModuleType
 
 from tether.testing import Reply, call
-
 from tether_evals import Dataset, EvalReport, load_evaluators, run_eval
 
 
