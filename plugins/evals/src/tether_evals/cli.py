@@ -204,10 +204,12 @@ def compare_command(
     from .compare import compare_reports
     from .html import comparison_html
     from .report import load_report
-    from .terminal import comparison_table
+    from .terminal import comparison_summary, comparison_table
 
     comparison = compare_reports(load_report(a), load_report(b), resamples=resamples)
-    Console().print(comparison_table(comparison))
+    console = Console()
+    console.print(comparison_table(comparison))
+    console.print(comparison_summary(comparison), soft_wrap=True, markup=False)
     if json_path is not None:
         json_path.write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
     if html_path is not None:

@@ -13,7 +13,7 @@ from .compare import Comparison
 from .report import EvalReport
 from .results import TrialResult
 
-__all__ = ["ProgressDisplay", "comparison_table", "report_table"]
+__all__ = ["ProgressDisplay", "comparison_summary", "comparison_table", "report_table"]
 
 
 class ProgressDisplay:
@@ -91,14 +91,10 @@ def report_table(report: EvalReport) -> Table:
 
 
 def comparison_table(comparison: Comparison) -> Table:
-    """The changed cases, the paired test in the caption."""
+    """The changed cases (the paired test is :func:`comparison_summary`)."""
     c = comparison
     table = Table(
-        title=f"{c.name_b} vs {c.name_a}: {len(c.changed)} of {len(c.cases)} cases changed",
-        caption=(
-            f"mean B − A {c.mean_difference:+.4f}, {c.confidence:.0%} interval "
-            f"[{c.low:+.4f}, {c.high:+.4f}], p = {c.p_value:.4f} ({c.method}): {c.verdict}"
-        ),
+        title=f"{c.name_b} vs {c.name_a}: {len(c.changed)} of {len(c.cases)} cases changed"
     )
     for name in ("case", "change", "A", "B", "Δ"):
         table.add_column(name, justify="left" if name in ("case", "change") else "right")
@@ -112,3 +108,14 @@ def comparison_table(comparison: Comparison) -> Table:
             f"{case.delta:+.3f}",
         )
     return table
+
+
+def comparison_summary(comparison: Comparison) -> str:
+    """One line: the mean difference, its interval, the p-value and the verdict."""
+    c = comparison
+    return (
+        f"B ({c.name_b}) − A ({c.name_a}): mean score {c.mean_b:.4f} − {c.mean_a:.4f} = "
+        f"{c.mean_difference:+.4f}, {c.confidence:.0%} interval [{c.low:+.4f}, {c.high:+.4f}], "
+        f"p = {c.p_value:.4f} ({c.method}, {c.resamples} resamples, {len(c.cases)} cases): "
+        f"{c.verdict}"
+    )
