@@ -23,11 +23,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import DatasetError
 
@@ -78,6 +85,18 @@ class CaseInputs(_Strict):
         description="Files written into the case's fresh workspace: relative path -> text.",
     )
     attachments: list[Attachment] = Field(default_factory=list)
+
+    @field_validator("files")
+    @classmethod
+    def _inside_the_workspace(cls, files: dict[str, str]) -> dict[str, str]:
+        for name in files:
+            parts = PurePosixPath(name.replace("\\", "/")).parts
+            if not name or name.startswith(("/", "\\")) or ".." in parts or ":" in name:
+                raise ValueError(
+                    f"the file {name!r} must be a relative path inside the workspace "
+                    "(no leading /, no drive, no ..)"
+                )
+        return files
 
 
 class Check(BaseModel):
@@ -190,7 +209,7 @@ def load_dataset(path: str | Path) -> Dataset:
     try:
         if suffix == ".jsonl":
             cases = []
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(text.split("\n"), start=1):
                 if not line.strip():
                     continue
                 try:

@@ -132,6 +132,7 @@ def load_evaluators(
         if hook is None or manager.is_registered(plugin):
             continue
         registrar.plugin = name
+        before = dict(registrar._entries)
         try:
             manager.register(plugin, name=name)
             for impl in manager.hook.register_evaluators.get_hookimpls():
@@ -139,6 +140,7 @@ def load_evaluators(
                     args = {"evaluators": registrar} if "evaluators" in impl.argnames else {}
                     impl.function(**args)
         except Exception as exc:
+            registrar._entries = before  # what a failing hook added is discarded
             registrar.errors.append(f'Plugin "{name}": register_evaluators raised {exc!r}')
     registrar.plugin = "builtins"
     return registrar

@@ -298,8 +298,8 @@ async def run_eval(
             trial = TrialResult(case_id=case.id, trial=number, seed=trial_seed)
             with tempfile.TemporaryDirectory(prefix="tether-eval-") as workspace:
                 setup = TrialSetup(case, number, trial_seed, Path(workspace))
-                _write_files(case, setup.workspace)
                 try:
+                    _write_files(case, setup.workspace)
                     async with asyncio.timeout(trial_timeout):
                         built = agent(setup)
                         instance = await built if inspect.isawaitable(built) else built
