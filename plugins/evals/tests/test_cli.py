@@ -45,6 +45,8 @@ def test_the_example_runs_from_the_command_line_with_json_and_html_reports(
     assert out.returncode == 0, out.stderr
     for case in ("capital", "greeting", "invoice", "notes", "refunds", "flaky-network"):
         assert case in out.stdout
+    # Not a terminal: one progress line per finished trial instead of the bar.
+    assert "pass capital #1 score 1.000" in out.stdout
     report = EvalReport.model_validate_json((tmp_path / "report.json").read_text())
     assert report.pass_rate == 1.0 and len(report.trials) == 12
     assert report.settings["trials"] == 2

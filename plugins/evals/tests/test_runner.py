@@ -195,3 +195,29 @@ def test_each_trial_links_to_its_run_in_the_run_log(
     log = open_run_log(tmp_path / "runs.sqlite")
     log.flush()
     assert log.get(run_id).run_id == run_id
+
+
+def test_no_secret_reaches_the_results_file_or_the_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether_evals import report_html
+
+    canary = "canary-7f3a9c1e5b2d4f60"
+    monkeypatch.setenv("EVAL_CANARY_API_KEY", canary)
+
+    @tether.tool
+    def leak() -> str:
+        """Returns a secret."""
+        return f"the key is {canary}"
+
+    def make(setup: TrialSetup) -> tether.Agent:
+        script = [Reply(tool_calls=[call("leak")]), Reply(text=f"ok, key {canary}")]
+        return agent(ScriptedProvider(script), leak)
+
+    results = tmp_path / "results.jsonl"
+    data = dataset({"id": "leaky"}, checks=[{"type": "contains", "value": canary}])
+    report = asyncio.run(run_eval(data, make, results=results))
+    assert report.trials[0].passed  # the check saw the real answer
+    for text in (results.read_text(), report.model_dump_json(), report_html(report)):
+        assert canary not in text
+    assert "***" in report.trials[0].text

@@ -6,7 +6,9 @@ by every check. Its :class:`~tether_evals.results.TrialResult` is appended to th
 file as one JSON line, flushed and fsynced, before the next is counted as done; a later
 :func:`run_eval` with the same results file runs only the trials missing from it, so an
 interrupted eval resumes where it stopped. Runs are recorded in tether's run log by the
-agent as usual (when it is configured); each trial keeps its ``run_id``.
+agent as usual (when it is configured); each trial keeps its ``run_id``. Secrets
+(:func:`tether.scrub.scrub`) are replaced by ``***`` in a trial once it is scored, before
+it is saved or reported.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+
+from tether.scrub import scrub
 
 from .dataset import Case, Check, Dataset
 from .errors import EvalError
@@ -309,6 +313,7 @@ async def run_eval(
                 except Exception as exc:
                     trial.error = f"{type(exc).__name__}: {exc}"
                 await _score(trial, case, checks[case.id], context)
+            trial = TrialResult.model_validate_json(scrub(trial.model_dump_json()))
             sink.append(trial)
             fresh.append(trial)
             if on_trial is not None:
