@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from .runner import TrialSetup as TrialSetup
     from .runner import read_results as read_results
     from .runner import run_eval as run_eval
+    from .seeding import accepts_seed as accepts_seed
+    from .seeding import seeded_config as seeded_config
     from .stats import PairedTest as PairedTest
     from .stats import paired_bootstrap as paired_bootstrap
 
@@ -78,6 +80,8 @@ _LAZY = {
     "TrialSetup": "runner",
     "read_results": "runner",
     "run_eval": "runner",
+    "accepts_seed": "seeding",
+    "seeded_config": "seeding",
     "PairedTest": "stats",
     "paired_bootstrap": "stats",
 }

@@ -46,10 +46,20 @@ def _load_factory(spec: str) -> tuple[Any, Any]:
 
 
 def _model_factory(model: str | None) -> Any:
-    def make(setup: Any) -> Any:
-        import tether
+    """Plain agents on ``model``, seeded when its provider takes a seed."""
+    import tether
 
-        return tether.Agent(model, cwd=setup.workspace)
+    from .seeding import accepts_seed, seeded_config
+
+    config = tether.load_config()
+    plugins = tether.PluginManager(config=config)
+    chosen = model or config.model
+    if chosen and not accepts_seed(chosen, plugins):
+        chosen = None
+
+    def make(setup: Any) -> Any:
+        seeded = config if chosen is None else seeded_config(config, chosen, setup.seed, plugins)
+        return tether.Agent(model, config=seeded, plugin_manager=plugins, cwd=setup.workspace)
 
     return make
 

@@ -112,7 +112,9 @@ def report_html(report: EvalReport) -> str:
         parts.append(
             f"<section{anchor}><h3>{escape(trial.case_id)} · trial "
             f"{trial.trial} · {_verdict(trial.passed)}</h3>"
-            f"<p>run <code>{escape(trial.run_id or '-')}</code> · {escape(trial.outcome or '-')}"
+            f"<p>run <code>{escape(trial.run_id or '-')}</code>"
+            + (f" (<code>tether trace {escape(trial.run_id[:12])}</code>)" if trial.run_id else "")
+            + f" · {escape(trial.outcome or '-')}"
             f" · {trial.duration:.2f} s · {trial.total_tokens} tokens</p>"
         )
         if trial.error:
