@@ -24,6 +24,10 @@ def test_the_example_passes_and_every_builtin_evaluator_scored_it(
     assert report.pass_rate == 1.0 and not report.failures()
     used = {s.type for t in report.trials for s in t.scores}
     assert used == set(load_evaluators().names())
+    flaky = report.trials[[t.case_id for t in report.trials].index("flaky-network")]
+    (events,) = [s for s in flaky.scores if s.type == "events"]
+    assert events.details["retries"] == 1  # the scripted rate limit, read from the events
+    assert [e["type"] for e in flaky.events].count("retry") == 1
 
 
 def test_the_judge_keeps_its_versioned_prompt_and_reasoning(

@@ -16,11 +16,12 @@ __all__ = ["Events"]
 
 
 class Events(Settings):
-    """Counts of the run's events stay within bounds: ``max_retries`` (``retry``
-    events), ``min_compactions``/``max_compactions`` (``compaction``), ``max_tool_errors``
+    """Counts of the run's events stay within bounds: ``min_retries``/``max_retries``
+    (``retry`` events), ``min_compactions``/``max_compactions`` (``compaction``), ``max_tool_errors``
     (``tool_end`` with an error result); ``outcome`` is the outcome the run must end with
     (``completed``, ``limit``, ...). The score is the share of bounds kept."""
 
+    min_retries: int | None = Field(default=None, ge=0)
     max_retries: int | None = Field(default=None, ge=0)
     min_compactions: int | None = Field(default=None, ge=0)
     max_compactions: int | None = Field(default=None, ge=0)
@@ -34,7 +35,7 @@ class Events(Settings):
             "tool_errors": sum(1 for e in trial.events_of("tool_end") if e.get("is_error")),
         }
         bounds = [
-            ("retries", None, self.max_retries),
+            ("retries", self.min_retries, self.max_retries),
             ("compactions", self.min_compactions, self.max_compactions),
             ("tool_errors", None, self.max_tool_errors),
         ]
