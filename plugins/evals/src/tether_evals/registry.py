@@ -98,8 +98,8 @@ class EvaluatorRegistrar:
 
 
 def _names(variable: str) -> set[str] | None:
-    raw = os.environ.get(variable, "").strip()
-    return {p.strip() for p in raw.split(",") if p.strip()} or None if raw else None
+    names = {p.strip() for p in os.environ.get(variable, "").split(",") if p.strip()}
+    return names or None
 
 
 def load_evaluators(
