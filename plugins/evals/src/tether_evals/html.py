@@ -68,7 +68,7 @@ def report_html(report: EvalReport) -> str:
     parts = [
         f"<h1>Eval: {escape(report.dataset)}</h1>",
         f"<p>{escape(report.created)} · "
-        + escape(", ".join(f"{k} {v}" for k, v in report.settings.items()))
+        + escape(", ".join(f"{k} {v}" for k, v in report.settings.items() if v is not None))
         + "</p>",
         '<div class="cards">',
         _card("cases", str(len(report.cases))),
