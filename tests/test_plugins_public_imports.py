@@ -33,6 +33,8 @@ PUBLIC_MODULES = (
     "tether.scrub",
     "tether.sessions",
     "tether.sessions.versioned",
+    "tether.sessions.waits",
+    "tether.subjects",
     "tether.testing",
     "tether.tool_execution",
     "tether.tools",

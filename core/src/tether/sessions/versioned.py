@@ -39,7 +39,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 import pydantic
@@ -50,6 +50,7 @@ from ..messages import Message, new_id
 from ..scrub import scrub
 from .repair import RepairReport, repair_messages
 from .store import validate_session_name
+from .unleased import UnleasedIO, adapt_unleased
 from .waits import ENDING_GRACE_S
 
 __all__ = [
@@ -349,14 +350,18 @@ class VersionedStore:
     kind = "versioned"
 
     def __init__(
-        self, io: SessionIO, *, lease_ttl_s: float = DEFAULT_LEASE_TTL_S, lease_wait_s: float = 0.0
+        self,
+        io: SessionIO | UnleasedIO,
+        *,
+        lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        lease_wait_s: float = 0.0,
     ) -> None:
         if not lease_ttl_s > 0 or not lease_wait_s >= 0:
             raise ConfigError(
                 "[sessions] settings.lease_ttl_s must be positive and lease_wait_s at least 0 "
                 f"(seconds), got {lease_ttl_s!r} and {lease_wait_s!r}."
             )
-        self.io = io
+        self.io: SessionIO = adapt_unleased(io)  # type: ignore[assignment]
         self.lease_ttl_s = float(lease_ttl_s)
         self.lease_wait_s = float(lease_wait_s)
 
@@ -437,7 +442,7 @@ class VersionedStore:
         """Every stored session, most recently changed first."""
         summaries = await self.io.summaries()
         summaries.sort(
-            key=lambda s: (s.modified or datetime.min.astimezone(), s.name), reverse=True
+            key=lambda s: (s.modified or datetime.min.replace(tzinfo=UTC), s.name), reverse=True
         )
         return summaries
 
