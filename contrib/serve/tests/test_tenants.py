@@ -40,6 +40,7 @@ def bodies(a_session: str, call_id: str) -> dict[tuple[str, str], object]:
         ("GET", "/v1/runs"): None,
         ("GET", "/v1/runs/{run_id}"): None,
         ("GET", "/v1/runs/{run_id}/events"): None,
+        ("GET", "/v1/runs/{run_id}/trace"): None,
         ("POST", "/v1/runs/{run_id}/cancel"): None,
         ("POST", "/v1/agents/{agent}/ag-ui"): {
             "threadId": a_session,

@@ -17,6 +17,7 @@ Routes (all under ``/v1`` need ``Authorization: Bearer KEY`` when keys are confi
 ``GET /v1/runs``                            the tenant's runs
 ``GET /v1/runs/{id}``                       one run's status and result
 ``GET /v1/runs/{id}/events``                its events again (``Last-Event-ID`` resumes)
+``GET /v1/runs/{id}/trace``                 its events and run log trace tree, as JSON
 ``POST /v1/runs/{id}/cancel``               cancel it
 ``POST /v1/agents/{name}/ag-ui``            AG-UI ``RunAgentInput`` endpoint (``HttpAgent``)
 ``POST /v1/agents/{name}/ui-message-stream``  AI SDK chat endpoint (``DefaultChatTransport``)
@@ -32,6 +33,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -51,6 +53,7 @@ from .responses import EventStreamResponse
 from .runs import Hub, RunRecord, SessionFactory, SessionRecord, valid_session_id
 from .settings import AgentSpec, ServeSettings
 from .tenants import Caller, KeyLimits, authenticate
+from .traces import TraceReader
 
 __all__ = ["agents_from_settings", "create_app"]
 
@@ -112,6 +115,7 @@ class Server:
         agents: Mapping[str, tether.Agent],
         settings: ServeSettings,
         session_factory: SessionFactory | None,
+        config: tether.Config | None = None,
     ) -> None:
         if not agents:
             raise tether.ConfigError(
@@ -130,6 +134,7 @@ class Server:
             session_factory=session_factory,
             on_run_end=lambda run: self.limits.end_run(run.key_id),
         )
+        self.traces = TraceReader(_run_log_of(settings, config), deadline_s=10.0)
 
     # -- plumbing --------------------------------------------------------------------------
     def guarded(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -381,6 +386,10 @@ class Server:
             raise InvalidRequestError(f"Last-Event-ID must be an event number; got {raw!r}.")
         return self.stream(run, protocol, after=int(raw))
 
+    async def run_trace(self, request: Request, caller: Caller) -> Response:
+        run = self.run_of(caller, request.path_params["run_id"])
+        return JSONResponse(await self.traces.trace(run))
+
     async def cancel_run(self, request: Request, caller: Caller) -> Response:
         run = self.run_of(caller, request.path_params["run_id"])
         await self.hub.cancel(run, "cancelled over HTTP")
@@ -418,6 +427,17 @@ class Server:
         return self.stream(self.begin(caller, record, ask), "ui-message-stream")
 
 
+def _run_log_of(settings: ServeSettings, config: tether.Config | None) -> Path | None:
+    """Where traces are read from: ``settings.run_log`` (``off``: nowhere), else where
+    tether records runs for ``config``."""
+    from tether.runlog import run_log_path
+
+    if settings.run_log is not None:
+        off = settings.run_log.strip().lower() in {"off", "0", "false", "no"}
+        return None if off else Path(settings.run_log).expanduser()
+    return run_log_path(config or tether.Config())
+
+
 def session_is_valid(record: SessionRecord) -> bool:
     """Whether the session's history keeps tether's invariant (nothing to repair)."""
     _, report = repair_messages(list(record.session.messages))
@@ -445,17 +465,20 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     session_factory: SessionFactory | None = None,
+    config: tether.Config | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agents`` (route name → agent).
 
     :param settings: keys, limits, CORS (see :class:`~tether_serve.settings.ServeSettings`).
     :param session_factory: ``factory(tenant, session_id)`` opens a new session's history
         (in memory by default; return a ``JsonlSession`` or a store's session to keep it).
+    :param config: the configuration whose run log traces are read from, unless
+        ``settings.run_log`` says otherwise.
 
     ``app.state.server.hub`` holds the sessions and runs (for tests and monitoring).
     """
     settings = settings or ServeSettings()
-    server = Server(agents, settings, session_factory)
+    server = Server(agents, settings, session_factory, config)
     g = server.guarded
     routes = [
         Route("/", chat_page, methods=["GET"]),
@@ -470,6 +493,7 @@ def create_app(
         Route("/v1/runs", g(server.list_runs), methods=["GET"]),
         Route("/v1/runs/{run_id}", g(server.read_run), methods=["GET"]),
         Route("/v1/runs/{run_id}/events", g(server.run_events), methods=["GET"]),
+        Route("/v1/runs/{run_id}/trace", g(server.run_trace), methods=["GET"]),
         Route("/v1/runs/{run_id}/cancel", g(server.cancel_run), methods=["POST"]),
         Route("/v1/agents/{agent}/ag-ui", g(server.agui), methods=["POST"]),
         Route("/v1/agents/{agent}/ui-message-stream", g(server.ui_messages), methods=["POST"]),
