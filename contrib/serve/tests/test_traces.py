@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 
+import httpx
 import pytest
 
 from tether_serve import ServeSettings, settings_from_table
@@ -16,6 +18,19 @@ def _walk(span: dict[str, object]) -> list[dict[str, object]]:
     return [span, *(s for child in children for s in _walk(child))]
 
 
+def trace_once_recorded(http: httpx.Client, run_id: str, deadline_s: float = 60.0) -> dict:
+    """The run's trace, asked again until the run log has written the run (it records a
+    run on a writer thread just after it ends)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        response = http.get(f"/v1/runs/{run_id}/trace")
+        assert response.status_code == 200
+        trace = response.json()
+        if trace["trace"] is not None or time.monotonic() > end:
+            return trace
+        time.sleep(0.2)
+
+
 def test_a_runs_trace_has_its_streamed_events_and_the_run_logs_tree(
     serve, client, tmp_path, monkeypatch
 ) -> None:
@@ -24,15 +39,13 @@ def test_a_runs_trace_has_its_streamed_events_and_the_run_logs_tree(
     with client(live) as http:
         streamed = parse_sse(http.post("/v1/sessions/s1/runs", json={"prompt": "weather?"}).text)
         run_id = http.get("/v1/runs").json()["runs"][0]["id"]
-        response = http.get(f"/v1/runs/{run_id}/trace")
-    assert response.status_code == 200
-    trace = response.json()
+        trace = trace_once_recorded(http, run_id)
     assert trace["run"]["id"] == run_id and trace["run"]["status"] == "completed"
     # The events are exactly the ones streamed, numbered like the SSE ids.
     assert [(str(e.pop("seq")), e) for e in trace["events"]] == [
         (f["id"], json.loads(f["data"])) for f in streamed
     ]
-    # The tree is the run log's: one run, two turns, the tool call with its arguments.
+    # The tree is the run log's (as `tether trace RUN --json` prints it): one run, two turns, the tool call with its arguments.
     tree = trace["trace"]
     assert trace["trace_note"] is None
     spans = _walk(tree)
@@ -64,7 +77,7 @@ def test_a_run_log_without_the_run_says_so(serve, client, tmp_path) -> None:
         run_id = http.get("/v1/runs").json()["runs"][0]["id"]
         trace = http.get(f"/v1/runs/{run_id}/trace").json()
     assert trace["trace"] is None
-    assert "not in the run log" in trace["trace_note"]
+    assert "no such run" in trace["trace_note"]
 
 
 def test_an_unknown_run_has_no_trace(serve, client) -> None:

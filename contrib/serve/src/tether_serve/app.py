@@ -33,7 +33,6 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -115,7 +114,6 @@ class Server:
         agents: Mapping[str, tether.Agent],
         settings: ServeSettings,
         session_factory: SessionFactory | None,
-        config: tether.Config | None = None,
     ) -> None:
         if not agents:
             raise tether.ConfigError(
@@ -134,7 +132,7 @@ class Server:
             session_factory=session_factory,
             on_run_end=lambda run: self.limits.end_run(run.key_id),
         )
-        self.traces = TraceReader(_run_log_of(settings, config), deadline_s=10.0)
+        self.traces = TraceReader(settings.run_log)
 
     # -- plumbing --------------------------------------------------------------------------
     def guarded(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -427,17 +425,6 @@ class Server:
         return self.stream(self.begin(caller, record, ask), "ui-message-stream")
 
 
-def _run_log_of(settings: ServeSettings, config: tether.Config | None) -> Path | None:
-    """Where traces are read from: ``settings.run_log`` (``off``: nowhere), else where
-    tether records runs for ``config``."""
-    from tether.runlog import run_log_path
-
-    if settings.run_log is not None:
-        off = settings.run_log.strip().lower() in {"off", "0", "false", "no"}
-        return None if off else Path(settings.run_log).expanduser()
-    return run_log_path(config or tether.Config())
-
-
 def session_is_valid(record: SessionRecord) -> bool:
     """Whether the session's history keeps tether's invariant (nothing to repair)."""
     _, report = repair_messages(list(record.session.messages))
@@ -465,20 +452,17 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     session_factory: SessionFactory | None = None,
-    config: tether.Config | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agents`` (route name → agent).
 
     :param settings: keys, limits, CORS (see :class:`~tether_serve.settings.ServeSettings`).
     :param session_factory: ``factory(tenant, session_id)`` opens a new session's history
         (in memory by default; return a ``JsonlSession`` or a store's session to keep it).
-    :param config: the configuration whose run log traces are read from, unless
-        ``settings.run_log`` says otherwise.
 
     ``app.state.server.hub`` holds the sessions and runs (for tests and monitoring).
     """
     settings = settings or ServeSettings()
-    server = Server(agents, settings, session_factory, config)
+    server = Server(agents, settings, session_factory)
     g = server.guarded
     routes = [
         Route("/", chat_page, methods=["GET"]),

@@ -42,7 +42,7 @@ def serve(state: CliState, host: str | None, port: int | None, workers: int, che
                 "permissions, output_type) to tether.toml."
             )
         agents = agents_from_settings(settings, config, plugin_manager=state.plugin_manager())
-        app = create_app(agents, settings, config=config)
+        app = create_app(agents, settings)
     except tether.TetherError as error:
         fail(str(error))
     names = ", ".join(sorted(agents))
@@ -82,4 +82,4 @@ def app_from_config() -> Any:
 
     config = tether.load_config()
     settings = settings_from_table(config.section("serve"))
-    return create_app(agents_from_settings(settings, config), settings, config=config)
+    return create_app(agents_from_settings(settings, config), settings)

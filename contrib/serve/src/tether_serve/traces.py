@@ -5,47 +5,52 @@
 - ``events``: every event of the run as it was streamed (:func:`tether.event_to_dict`),
   each with its ``seq`` (the SSE ``id``), from the server's memory while the run is
   retained (``retained_runs``);
-- ``trace``: the run's tree as ``tether trace RUN --json`` prints it (turns, model calls
-  with latency and tokens, tool calls, retries, compactions, nested runs), read from the
-  run log by the tether run id of the run's ``run_start`` event, or ``null``;
-- ``trace_note``: why ``trace`` is ``null`` (the run log is off, or has no such run).
+- ``trace``: the run's tree exactly as ``tether trace RUN --json`` prints it (turns,
+  model calls with latency and tokens, tool calls, retries, compactions, nested runs),
+  for the tether run id of the run's ``run_start`` event, or ``null``;
+- ``trace_note``: why ``trace`` is ``null``.
 
-The run log is scrubbed of secrets before anything is written to it.
+The tree comes from the ``tether trace`` command, run as a subprocess with a deadline:
+the command is the run log's stable interface wherever the run log lives, and it reads
+the same file the server's runs are recorded in (``TETHER_RUN_LOG``,
+``[observers.runlog]``), or ``run_log`` of ``[serve]`` when given. The run log is
+scrubbed of secrets before anything is written to it; the command's error text (which
+names files) never reaches the client.
 """
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+import contextlib
+import json
+import os
+import sys
 from typing import Any
-
-from tether.runlog import RunLog, RunNotFound, open_run_log
 
 from .runs import RunRecord
 
-__all__ = ["TraceReader", "span_to_dict"]
+__all__ = ["TraceReader"]
 
-
-def span_to_dict(span: Any) -> dict[str, Any]:
-    """A run log span tree as JSON: ``kind``, ``title``, ``start``, ``duration``,
-    ``status``, ``details`` and ``children``."""
-    return {
-        "kind": span.kind,
-        "title": span.title,
-        "start": span.start,
-        "duration": span.duration,
-        "status": span.status,
-        "details": span.details,
-        "children": [span_to_dict(child) for child in span.children],
-    }
+_OFF = {"off", "0", "false", "no"}
+_CLI = "import sys; from tether.cli import main; sys.argv[0] = 'tether'; main()"
 
 
 class TraceReader:
-    """Reads runs' traces from the run log at ``path`` (``None``: the run log is off)."""
+    """Reads runs' trace trees with ``tether trace RUN --json``.
 
-    def __init__(self, path: Path | None, *, deadline_s: float = 10.0) -> None:
-        self.path = path
+    :param run_log: the run log file to read (``off``: none); ``None``: the one the
+        server's environment and working directory give ``tether trace``.
+    :param deadline_s: how long the command may take before it is killed.
+    """
+
+    def __init__(self, run_log: str | None = None, *, deadline_s: float = 30.0) -> None:
+        self.run_log = os.path.expanduser(run_log) if run_log is not None else None
         self.deadline_s = deadline_s
+
+    @property
+    def off(self) -> bool:
+        chosen = self.run_log if self.run_log is not None else os.environ.get("TETHER_RUN_LOG")
+        return chosen is not None and chosen.strip().lower() in _OFF
 
     async def trace(self, run: RunRecord) -> dict[str, Any]:
         """The trace document of ``run`` (see the module docstring)."""
@@ -54,30 +59,48 @@ class TraceReader:
         return {"run": run.summary(), "events": events, "trace": tree, "trace_note": note}
 
     async def _tree(self, run: RunRecord) -> tuple[dict[str, Any] | None, str | None]:
-        if self.path is None:
+        if self.off:
             return None, "The run log is off; only the streamed events are available."
         tether_run = next(
             (e.get("run_id") for e in run.events if e.get("type") == "run_start"), None
         )
         if not isinstance(tether_run, str) or not tether_run:
-            return None, "The run ended before it started a model turn; nothing was recorded."
-        log = open_run_log(self.path)
+            return None, "The run ended before it started; nothing was recorded."
+        if not run.done:
+            return None, "The run is still going; the run log records it when it ends."
+        env = dict(os.environ)
+        if self.run_log is not None:
+            env["TETHER_RUN_LOG"] = self.run_log
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _CLI,
+            "trace",
+            tether_run,
+            "--json",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+        )
         try:
-            return await asyncio.wait_for(
-                asyncio.to_thread(_read, log, tether_run, run.done), self.deadline_s
-            ), None
-        except RunNotFound:
-            return None, "The run is not in the run log (yet): it records a run when it ends."
+            out, _ = await asyncio.wait_for(process.communicate(), self.deadline_s)
         except TimeoutError:
-            return None, f"The run log did not answer within {self.deadline_s} s."
-
-
-def _read(log: RunLog, run_id: str, done: bool) -> dict[str, Any]:
-    from tether.runlog.trace import build_trace
-
-    if done:
-        log.flush()  # a run just ended may still be queued for writing
-    row = log.get(run_id)
-    if row.run_id != run_id:  # a prefix matched another run: not this one
-        raise RunNotFound(run_id)
-    return span_to_dict(build_trace(log, row))
+            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                await process.wait()
+            return None, f"Reading the run log took over {self.deadline_s} s."
+        finally:
+            if process.returncode is None:  # the request was cancelled
+                process.kill()
+        if process.returncode != 0:
+            return None, "The run log has no such run (yet): a run is recorded when it ends."
+        try:
+            tree = json.loads(out)
+        except ValueError:
+            return None, "The run log's trace could not be read."
+        if not isinstance(tree, dict) or not str(tree.get("title", "")).startswith(
+            f"run {tether_run[:12]}"
+        ):
+            return None, "The run log has no such run (yet): a run is recorded when it ends."
+        return tree, None
