@@ -14,6 +14,8 @@ Routes (all under ``/v1`` need ``Authorization: Bearer KEY`` when keys are confi
 ``POST /v1/sessions/{id}/runs``             run a prompt on it (created if new); streams
 ``POST /v1/sessions/{id}/approvals``        decide pending calls; streams the resumed run
 ``GET /v1/approvals``                       the tenant's calls waiting for a decision
+``GET /v1/questions``                       the tenant's questions waiting for an answer
+``POST /v1/sessions/{id}/answers``          answer a session's question; streams the run
 ``GET /v1/runs``                            the tenant's runs
 ``GET /v1/runs/{id}``                       one run's status and result
 ``GET /v1/runs/{id}/events``                its events again (``Last-Event-ID`` resumes)
@@ -370,6 +372,23 @@ class Server:
         pending = [p for s in self.hub.sessions_of(caller.tenant) for p in s.pending]
         return JSONResponse({"approvals": pending})
 
+    async def list_questions(self, request: Request, caller: Caller) -> Response:
+        asked = [s.question for s in self.hub.sessions_of(caller.tenant) if s.question]
+        return JSONResponse({"questions": asked})
+
+    async def answer(self, request: Request, caller: Caller) -> Response:
+        """A person's answer to the question a tool asked (``NeedsHuman``): the session's
+        next prompt, streamed like any run."""
+        record = self.session(caller, request.path_params["session_id"])
+        protocol = self.protocol(request)
+        body = await self.body(request)
+        answer = body.get("answer") if isinstance(body, Mapping) else None
+        if not isinstance(answer, str) or not answer.strip():
+            raise InvalidRequestError('Send {"answer": "<the answer, as text>"}.')
+        if record.question is None:
+            raise HttpError(409, "nothing_asked", f"Session {record.id!r} waits for no answer.")
+        return self.stream(self.begin(caller, record, Ask(prompt=answer)), protocol)
+
     async def list_runs(self, request: Request, caller: Caller) -> Response:
         return JSONResponse({"runs": [r.summary() for r in self.hub.runs_of(caller.tenant)]})
 
@@ -473,7 +492,9 @@ def create_app(
         Route("/v1/sessions/{session_id}", g(server.read_session), methods=["GET"]),
         Route("/v1/sessions/{session_id}/runs", g(server.run_prompt), methods=["POST"]),
         Route("/v1/sessions/{session_id}/approvals", g(server.decide), methods=["POST"]),
+        Route("/v1/sessions/{session_id}/answers", g(server.answer), methods=["POST"]),
         Route("/v1/approvals", g(server.list_approvals), methods=["GET"]),
+        Route("/v1/questions", g(server.list_questions), methods=["GET"]),
         Route("/v1/runs", g(server.list_runs), methods=["GET"]),
         Route("/v1/runs/{run_id}", g(server.read_run), methods=["GET"]),
         Route("/v1/runs/{run_id}/events", g(server.run_events), methods=["GET"]),

@@ -52,6 +52,8 @@ class SessionRecord:
     runs: list[str] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     """Calls the last run suspended on, waiting for a decision."""
+    question: dict[str, Any] | None = None
+    """What a tool of the last run asked a person (``NeedsHuman``), waiting for an answer."""
     running: str | None = None
     cost: float = 0.0
 
@@ -63,6 +65,7 @@ class SessionRecord:
             "runs": list(self.runs),
             "running": self.running,
             "pending": list(self.pending),
+            "question": self.question,
             "messages": len(self.session.messages) if hasattr(self.session, "messages") else None,
             "cost": self.cost,
         }
@@ -188,7 +191,7 @@ class Hub:
     ) -> RunRecord:
         """Start a run on ``record`` (the caller checked it is not running)."""
         run = RunRecord(uuid.uuid4().hex, record.tenant, key_id, record.id, record.agent, kind)
-        record.running, record.pending = run.id, []
+        record.running, record.pending, record.question = run.id, [], None
         record.runs.append(run.id)
         self.runs[run.id] = run
         run.task = asyncio.create_task(self._pump(run, record, events(run.cancel)))
@@ -237,6 +240,12 @@ class Hub:
             run.append(
                 {"type": "needs_human", "message": error.user_message, "session_id": record.id}
             )
+            record.question = {
+                "session_id": record.id,
+                "run_id": run.id,
+                "message": error.user_message,
+                "asked": time.time(),
+            }
         if done.get("cost"):
             record.cost += float(done["cost"])
         pending = done.get("pending") or []
