@@ -49,6 +49,7 @@ from tether import InvalidRequestError
 from tether.sessions import repair_messages
 
 from .inputs import Ask, ask_from_agui, ask_from_tether, ask_from_ui_messages
+from .owners import OwnerStore, jsonl_sessions_in
 from .protocols import PROTOCOLS, encoder_for
 from .responses import EventStreamResponse
 from .runs import Hub, RunRecord, SessionFactory, SessionRecord, valid_session_id
@@ -116,6 +117,7 @@ class Server:
         agents: Mapping[str, tether.Agent],
         settings: ServeSettings,
         session_factory: SessionFactory | None,
+        owners: OwnerStore | None = None,
     ) -> None:
         if not agents:
             raise tether.ConfigError(
@@ -133,6 +135,7 @@ class Server:
             retained_runs=settings.retained_runs,
             session_factory=session_factory,
             on_run_end=lambda run: self.limits.end_run(run.key_id),
+            owners=owners,
         )
         self.traces = TraceReader(settings.run_log)
 
@@ -471,17 +474,23 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     session_factory: SessionFactory | None = None,
+    owners: OwnerStore | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agents`` (route name → agent).
 
     :param settings: keys, limits, CORS (see :class:`~tether_serve.settings.ServeSettings`).
     :param session_factory: ``factory(tenant, session_id)`` opens a new session's history
         (in memory by default; return a ``JsonlSession`` or a store's session to keep it).
+    :param owners: where to keep which tenant owns which session, so a restarted server
+        serves them again (give it with a ``session_factory`` that keeps histories).
+        ``settings.sessions_dir`` sets both up with JSONL files.
 
     ``app.state.server.hub`` holds the sessions and runs (for tests and monitoring).
     """
     settings = settings or ServeSettings()
-    server = Server(agents, settings, session_factory)
+    if settings.sessions_dir is not None and session_factory is None and owners is None:
+        session_factory, owners = jsonl_sessions_in(settings.sessions_dir)
+    server = Server(agents, settings, session_factory, owners)
     g = server.guarded
     routes = [
         Route("/", chat_page, methods=["GET"]),
