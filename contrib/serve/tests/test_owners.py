@@ -67,6 +67,17 @@ def test_the_owners_file_is_appended_and_read_back(tmp_path) -> None:
     for entry in entries:
         store.add(entry)
     assert JsonlOwnerStore(tmp_path / "deep" / "owners.jsonl").load() == entries
+    # What a session waits for: the last line about it counts.
+    call = {"call_id": "c1", "tool": "deploy", "arguments": {"target": "prod"}}
+    question = {"session_id": "s1", "message": "Which account?"}
+    store.waiting("a", "s1", [call], None)
+    store.waiting("b", "s1", [], question)
+    store.waiting("a", "s1", [], None)
+    store.waiting("nobody", "s9", [call], None)  # not an owned session: ignored
+    loaded = {(o.tenant, o.session): o for o in store.load()}
+    assert set(loaded) == {("a", "s1"), ("b", "s1")}
+    assert (loaded["a", "s1"].pending, loaded["a", "s1"].question) == ([], None)
+    assert (loaded["b", "s1"].pending, loaded["b", "s1"].question) == ([], question)
 
 
 def test_a_line_cut_short_by_a_crash_is_ignored_and_a_bad_line_is_an_error(tmp_path) -> None:
@@ -81,3 +92,37 @@ def test_a_line_cut_short_by_a_crash_is_ignored_and_a_bad_line_is_an_error(tmp_p
     )
     with pytest.raises(ConfigError, match="Line 1 of the session owners file"):
         store.load()
+
+
+def events(text: str) -> list[dict[str, object]]:
+    return [json.loads(f["data"]) for f in parse_sse(text)]
+
+
+def test_a_run_suspended_for_approval_resumes_on_a_restarted_server(
+    serve, client, tmp_path
+) -> None:
+    first = serve(settings=settings(tmp_path))
+    with client(first, A_KEY) as a:
+        asked = events(a.post("/v1/sessions/d/runs", json={"prompt": "ship", "agent": "ops"}).text)
+    call_id = next(e for e in asked if e["type"] == "approval_request")["call_id"]
+    first.stop()
+
+    second = serve(settings=settings(tmp_path))
+    with client(second, A_KEY) as a, client(second, B_KEY) as b:
+        assert b.get("/v1/approvals").json()["approvals"] == []
+        waiting = a.get("/v1/approvals").json()["approvals"]
+        assert [(p["session_id"], p["call_id"], p["tool"]) for p in waiting] == [
+            ("d", call_id, "deploy")
+        ]
+        resumed = events(
+            a.post("/v1/sessions/d/approvals", json={"decisions": {call_id: "allow"}}).text
+        )
+        assert resumed[-1]["outcome"] == "completed"
+        assert resumed[-1]["output"] == "Result: deployed to prod."
+        assert a.get("/v1/approvals").json()["approvals"] == []
+    second.stop()
+
+    third = serve(settings=settings(tmp_path))  # decided calls stay decided
+    with client(third, A_KEY) as a:
+        assert a.get("/v1/approvals").json()["approvals"] == []
+        assert a.get("/v1/sessions/d").json()["pending"] == []

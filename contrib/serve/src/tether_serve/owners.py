@@ -7,7 +7,9 @@ creation time), written when the session is created, read when the server starts
 
 :class:`JsonlOwnerStore` keeps it in a JSON Lines file next to the sessions' JSONL
 files (``[serve] sessions_dir``): one line per session, appended and ``fsync``-ed before
-the session is used, so a killed server loses no ownership it has answered for.
+the session is used, so a killed server loses no ownership it has answered for; a line
+per change of what a session waits for (calls to decide, a question to answer), the
+last one counting.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tether import ConfigError
 from tether.sessions import AnySession, JsonlSession
@@ -37,6 +39,10 @@ class Owned:
     session: str
     agent: str
     created: float
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    """Calls the session's last run suspended on, waiting for a decision."""
+    question: dict[str, Any] | None = None
+    """What a tool of the session's last run asked a person, waiting for an answer."""
 
 
 class OwnerStore(Protocol):
@@ -48,6 +54,16 @@ class OwnerStore(Protocol):
 
     def add(self, owned: Owned) -> None:
         """Record a new session; durable when this returns."""
+        ...
+
+    def waiting(
+        self,
+        tenant: str,
+        session: str,
+        pending: list[dict[str, Any]],
+        question: dict[str, Any] | None,
+    ) -> None:
+        """Record what the session waits for now (nothing: ``[]`` and ``None``)."""
         ...
 
 
@@ -63,20 +79,23 @@ class JsonlOwnerStore:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
-        owned = []
+        owned: dict[tuple[str, str], Owned] = {}
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
-                owned.append(
-                    Owned(
-                        str(entry["tenant"]),
-                        str(entry["session"]),
-                        str(entry["agent"]),
-                        float(entry["created"]),
-                    )
-                )
+                key = (str(entry["tenant"]), str(entry["session"]))
+                if "waiting" in entry:
+                    if key in owned:
+                        waiting = entry["waiting"]
+                        owned[key] = replace(
+                            owned[key],
+                            pending=list(waiting["pending"]),
+                            question=waiting["question"],
+                        )
+                    continue
+                owned[key] = Owned(*key, str(entry["agent"]), float(entry["created"]))
             except (ValueError, KeyError, TypeError):
                 if number == len(text.splitlines()) and not text.endswith("\n"):
                     continue  # a line cut short by a crash while it was written
@@ -84,10 +103,23 @@ class JsonlOwnerStore:
                     f"Line {number} of the session owners file {self.path} is not an owner "
                     "entry. Fix or remove that line; it records which tenant owns a session."
                 ) from None
-        return owned
+        return list(owned.values())
 
     def add(self, owned: Owned) -> None:
-        line = json.dumps(asdict(owned), separators=(",", ":")) + "\n"
+        self._append(asdict(owned))
+
+    def waiting(
+        self,
+        tenant: str,
+        session: str,
+        pending: list[dict[str, Any]],
+        question: dict[str, Any] | None,
+    ) -> None:
+        waiting = {"pending": pending, "question": question}
+        self._append({"tenant": tenant, "session": session, "waiting": waiting})
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps(entry, separators=(",", ":"), default=str) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

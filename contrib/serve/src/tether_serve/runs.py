@@ -180,6 +180,7 @@ class Hub:
     def _reopen(self, owned: Owned) -> SessionRecord:
         session = self.session_factory(owned.tenant, owned.session)
         record = SessionRecord(owned.session, owned.tenant, owned.agent, session, owned.created)
+        record.pending, record.question = list(owned.pending), owned.question
         self.sessions[(owned.tenant, owned.session)] = record
         return record
 
@@ -214,7 +215,10 @@ class Hub:
     ) -> RunRecord:
         """Start a run on ``record`` (the caller checked it is not running)."""
         run = RunRecord(uuid.uuid4().hex, record.tenant, key_id, record.id, record.agent, kind)
+        waited = bool(record.pending or record.question)
         record.running, record.pending, record.question = run.id, [], None
+        if waited and self.owners is not None:
+            self.owners.waiting(record.tenant, record.id, [], None)
         record.runs.append(run.id)
         self.runs[run.id] = run
         run.task = asyncio.create_task(self._pump(run, record, events(run.cancel)))
@@ -273,6 +277,8 @@ class Hub:
             record.cost += float(done["cost"])
         pending = done.get("pending") or []
         record.pending = [dict(p, run_id=run.id, session_id=record.id) for p in pending]
+        if self.owners is not None and (record.pending or record.question):
+            self.owners.waiting(record.tenant, record.id, record.pending, record.question)
         for call in pending:
             run.append(
                 {
