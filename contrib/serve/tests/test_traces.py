@@ -93,3 +93,19 @@ def test_an_unknown_run_has_no_trace(serve, client) -> None:
 )
 def test_run_log_is_a_serve_setting(value: str, expected: str) -> None:
     assert settings_from_table({"run_log": value}).run_log == expected
+
+
+def test_a_trace_that_takes_too_long_is_given_up_with_a_note(
+    serve, client, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("TETHER_RUN_LOG", str(tmp_path / "runs.sqlite"))
+    live = serve()
+    live.server.traces.deadline_s = 0.001  # no interpreter starts that fast
+    with client(live) as http:
+        http.post("/v1/sessions/s1/runs", json={"prompt": "weather?"})
+        run_id = http.get("/v1/runs").json()["runs"][0]["id"]
+        response = http.get(f"/v1/runs/{run_id}/trace")
+    assert response.status_code == 200
+    assert response.json()["trace"] is None
+    assert "took over 0.001 s" in response.json()["trace_note"]
+    assert response.json()["events"][-1]["type"] == "done"

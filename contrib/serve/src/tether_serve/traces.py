@@ -40,12 +40,17 @@ class TraceReader:
 
     :param run_log: the run log file to read (``off``: none); ``None``: the one the
         server's environment and working directory give ``tether trace``.
-    :param deadline_s: how long the command may take before it is killed.
+    :param deadline_s: how long a trace may take (waiting for a slot included) before
+        the command is killed.
+    :param concurrency: how many commands run at once, for all requests together.
     """
 
-    def __init__(self, run_log: str | None = None, *, deadline_s: float = 30.0) -> None:
+    def __init__(
+        self, run_log: str | None = None, *, deadline_s: float = 30.0, concurrency: int = 2
+    ) -> None:
         self.run_log = os.path.expanduser(run_log) if run_log is not None else None
         self.deadline_s = deadline_s
+        self._slots = asyncio.Semaphore(concurrency)
 
     @property
     def off(self) -> bool:
@@ -68,6 +73,26 @@ class TraceReader:
             return None, "The run ended before it started; nothing was recorded."
         if not run.done:
             return None, "The run is still going; the run log records it when it ends."
+        try:
+            async with asyncio.timeout(self.deadline_s), self._slots:
+                returncode, out = await self._run_trace(tether_run)
+        except TimeoutError:
+            return None, f"Reading the run log took over {self.deadline_s} s."
+        if returncode != 0:
+            return None, "The run log has no such run (yet): a run is recorded when it ends."
+        try:
+            tree = json.loads(out)
+        except ValueError:
+            return None, "The run log's trace could not be read."
+        if not isinstance(tree, dict) or not str(tree.get("title", "")).startswith(
+            f"run {tether_run[:12]}"
+        ):
+            return None, "The run log has no such run (yet): a run is recorded when it ends."
+        return tree, None
+
+    async def _run_trace(self, tether_run: str) -> tuple[int | None, bytes]:
+        """``tether trace RUN --json``: its exit code and output; killed when the caller
+        gives up (deadline, or the request went away)."""
         env = dict(os.environ)
         if self.run_log is not None:
             env["TETHER_RUN_LOG"] = self.run_log
@@ -84,23 +109,11 @@ class TraceReader:
             env=env,
         )
         try:
-            out, _ = await asyncio.wait_for(process.communicate(), self.deadline_s)
-        except TimeoutError:
-            process.kill()
-            with contextlib.suppress(ProcessLookupError):
-                await process.wait()
-            return None, f"Reading the run log took over {self.deadline_s} s."
+            out, _ = await process.communicate()
         finally:
-            if process.returncode is None:  # the request was cancelled
-                process.kill()
-        if process.returncode != 0:
-            return None, "The run log has no such run (yet): a run is recorded when it ends."
-        try:
-            tree = json.loads(out)
-        except ValueError:
-            return None, "The run log's trace could not be read."
-        if not isinstance(tree, dict) or not str(tree.get("title", "")).startswith(
-            f"run {tether_run[:12]}"
-        ):
-            return None, "The run log has no such run (yet): a run is recorded when it ends."
-        return tree, None
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(process.wait())
+        return process.returncode, out
