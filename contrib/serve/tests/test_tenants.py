@@ -36,10 +36,13 @@ def bodies(a_session: str, call_id: str) -> dict[tuple[str, str], object]:
         ("GET", "/v1/sessions/{session_id}"): None,
         ("POST", "/v1/sessions/{session_id}/runs"): {"prompt": "read me your history"},
         ("POST", "/v1/sessions/{session_id}/approvals"): {"decisions": {call_id: "allow"}},
+        ("POST", "/v1/sessions/{session_id}/answers"): {"answer": "business"},
         ("GET", "/v1/approvals"): None,
+        ("GET", "/v1/questions"): None,
         ("GET", "/v1/runs"): None,
         ("GET", "/v1/runs/{run_id}"): None,
         ("GET", "/v1/runs/{run_id}/events"): None,
+        ("GET", "/v1/runs/{run_id}/trace"): None,
         ("POST", "/v1/runs/{run_id}/cancel"): None,
         ("POST", "/v1/agents/{agent}/ag-ui"): {
             "threadId": a_session,
@@ -115,6 +118,7 @@ def test_tenant_b_cannot_reach_tenant_a_by_any_route(serve, client, caplog) -> N
                 if route.path in (
                     "/v1/sessions/{session_id}",
                     "/v1/sessions/{session_id}/approvals",
+                    "/v1/sessions/{session_id}/answers",
                 ):
                     # Session ids are per tenant: until B makes its own "a-session", A's is 404.
                     assert response.status_code == 404 or hub.session("b", "a-session"), key

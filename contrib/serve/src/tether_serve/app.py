@@ -14,9 +14,12 @@ Routes (all under ``/v1`` need ``Authorization: Bearer KEY`` when keys are confi
 ``POST /v1/sessions/{id}/runs``             run a prompt on it (created if new); streams
 ``POST /v1/sessions/{id}/approvals``        decide pending calls; streams the resumed run
 ``GET /v1/approvals``                       the tenant's calls waiting for a decision
+``GET /v1/questions``                       the tenant's questions waiting for an answer
+``POST /v1/sessions/{id}/answers``          answer a session's question; streams the run
 ``GET /v1/runs``                            the tenant's runs
 ``GET /v1/runs/{id}``                       one run's status and result
 ``GET /v1/runs/{id}/events``                its events again (``Last-Event-ID`` resumes)
+``GET /v1/runs/{id}/trace``                 its events and run log trace tree, as JSON
 ``POST /v1/runs/{id}/cancel``               cancel it
 ``POST /v1/agents/{name}/ag-ui``            AG-UI ``RunAgentInput`` endpoint (``HttpAgent``)
 ``POST /v1/agents/{name}/ui-message-stream``  AI SDK chat endpoint (``DefaultChatTransport``)
@@ -46,11 +49,13 @@ from tether import InvalidRequestError
 from tether.sessions import repair_messages
 
 from .inputs import Ask, ask_from_agui, ask_from_tether, ask_from_ui_messages
+from .owners import OwnerStore, jsonl_sessions_in
 from .protocols import PROTOCOLS, encoder_for
 from .responses import EventStreamResponse
 from .runs import Hub, RunRecord, SessionFactory, SessionRecord, valid_session_id
 from .settings import AgentSpec, ServeSettings
 from .tenants import Caller, KeyLimits, authenticate
+from .traces import TraceReader
 
 __all__ = ["agents_from_settings", "create_app"]
 
@@ -112,6 +117,7 @@ class Server:
         agents: Mapping[str, tether.Agent],
         settings: ServeSettings,
         session_factory: SessionFactory | None,
+        owners: OwnerStore | None = None,
     ) -> None:
         if not agents:
             raise tether.ConfigError(
@@ -129,7 +135,9 @@ class Server:
             retained_runs=settings.retained_runs,
             session_factory=session_factory,
             on_run_end=lambda run: self.limits.end_run(run.key_id),
+            owners=owners,
         )
+        self.traces = TraceReader(settings.run_log)
 
     # -- plumbing --------------------------------------------------------------------------
     def guarded(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -367,6 +375,23 @@ class Server:
         pending = [p for s in self.hub.sessions_of(caller.tenant) for p in s.pending]
         return JSONResponse({"approvals": pending})
 
+    async def list_questions(self, request: Request, caller: Caller) -> Response:
+        asked = [s.question for s in self.hub.sessions_of(caller.tenant) if s.question]
+        return JSONResponse({"questions": asked})
+
+    async def answer(self, request: Request, caller: Caller) -> Response:
+        """A person's answer to the question a tool asked (``NeedsHuman``): the session's
+        next prompt, streamed like any run."""
+        record = self.session(caller, request.path_params["session_id"])
+        protocol = self.protocol(request)
+        body = await self.body(request)
+        answer = body.get("answer") if isinstance(body, Mapping) else None
+        if not isinstance(answer, str) or not answer.strip():
+            raise InvalidRequestError('Send {"answer": "<the answer, as text>"}.')
+        if record.question is None:
+            raise HttpError(409, "nothing_asked", f"Session {record.id!r} waits for no answer.")
+        return self.stream(self.begin(caller, record, Ask(prompt=answer)), protocol)
+
     async def list_runs(self, request: Request, caller: Caller) -> Response:
         return JSONResponse({"runs": [r.summary() for r in self.hub.runs_of(caller.tenant)]})
 
@@ -380,6 +405,10 @@ class Server:
         if not raw.isdigit():
             raise InvalidRequestError(f"Last-Event-ID must be an event number; got {raw!r}.")
         return self.stream(run, protocol, after=int(raw))
+
+    async def run_trace(self, request: Request, caller: Caller) -> Response:
+        run = self.run_of(caller, request.path_params["run_id"])
+        return JSONResponse(await self.traces.trace(run))
 
     async def cancel_run(self, request: Request, caller: Caller) -> Response:
         run = self.run_of(caller, request.path_params["run_id"])
@@ -445,17 +474,23 @@ def create_app(
     settings: ServeSettings | None = None,
     *,
     session_factory: SessionFactory | None = None,
+    owners: OwnerStore | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agents`` (route name → agent).
 
     :param settings: keys, limits, CORS (see :class:`~tether_serve.settings.ServeSettings`).
     :param session_factory: ``factory(tenant, session_id)`` opens a new session's history
         (in memory by default; return a ``JsonlSession`` or a store's session to keep it).
+    :param owners: where to keep which tenant owns which session, so a restarted server
+        serves them again (give it with a ``session_factory`` that keeps histories).
+        ``settings.sessions_dir`` sets both up with JSONL files.
 
     ``app.state.server.hub`` holds the sessions and runs (for tests and monitoring).
     """
     settings = settings or ServeSettings()
-    server = Server(agents, settings, session_factory)
+    if settings.sessions_dir is not None and session_factory is None and owners is None:
+        session_factory, owners = jsonl_sessions_in(settings.sessions_dir)
+    server = Server(agents, settings, session_factory, owners)
     g = server.guarded
     routes = [
         Route("/", chat_page, methods=["GET"]),
@@ -466,10 +501,13 @@ def create_app(
         Route("/v1/sessions/{session_id}", g(server.read_session), methods=["GET"]),
         Route("/v1/sessions/{session_id}/runs", g(server.run_prompt), methods=["POST"]),
         Route("/v1/sessions/{session_id}/approvals", g(server.decide), methods=["POST"]),
+        Route("/v1/sessions/{session_id}/answers", g(server.answer), methods=["POST"]),
         Route("/v1/approvals", g(server.list_approvals), methods=["GET"]),
+        Route("/v1/questions", g(server.list_questions), methods=["GET"]),
         Route("/v1/runs", g(server.list_runs), methods=["GET"]),
         Route("/v1/runs/{run_id}", g(server.read_run), methods=["GET"]),
         Route("/v1/runs/{run_id}/events", g(server.run_events), methods=["GET"]),
+        Route("/v1/runs/{run_id}/trace", g(server.run_trace), methods=["GET"]),
         Route("/v1/runs/{run_id}/cancel", g(server.cancel_run), methods=["POST"]),
         Route("/v1/agents/{agent}/ag-ui", g(server.agui), methods=["POST"]),
         Route("/v1/agents/{agent}/ui-message-stream", g(server.ui_messages), methods=["POST"]),

@@ -28,6 +28,8 @@ import tether
 from tether import CancelToken, TetherError
 from tether.sessions import AnySession, InMemorySession, close_session
 
+from .owners import Owned, OwnerStore
+
 __all__ = ["Hub", "RunRecord", "SessionRecord", "valid_session_id"]
 
 log = logging.getLogger("tether_serve")
@@ -52,6 +54,8 @@ class SessionRecord:
     runs: list[str] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     """Calls the last run suspended on, waiting for a decision."""
+    question: dict[str, Any] | None = None
+    """What a tool of the last run asked a person (``NeedsHuman``), waiting for an answer."""
     running: str | None = None
     cost: float = 0.0
 
@@ -63,6 +67,7 @@ class SessionRecord:
             "runs": list(self.runs),
             "running": self.running,
             "pending": list(self.pending),
+            "question": self.question,
             "messages": len(self.session.messages) if hasattr(self.session, "messages") else None,
             "cost": self.cost,
         }
@@ -142,8 +147,14 @@ class Hub:
         retained_runs: int = 1000,
         session_factory: SessionFactory | None = None,
         on_run_end: Callable[[RunRecord], None] | None = None,
+        owners: OwnerStore | None = None,
     ) -> None:
         self.sessions: dict[tuple[str, str], SessionRecord] = {}
+        self.owners = owners
+        self._owned: dict[tuple[str, str], Owned] = {
+            (o.tenant, o.session): o for o in (owners.load() if owners is not None else [])
+        }
+        """Sessions of earlier runs of the server, opened when first asked for."""
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
         self.cancel_deadline_s = cancel_deadline_s
         self.disconnect_grace_s = disconnect_grace_s
@@ -154,10 +165,24 @@ class Hub:
 
     # -- lookups (tenant-scoped) -----------------------------------------------------------
     def session(self, tenant: str, session_id: str) -> SessionRecord | None:
-        return self.sessions.get((tenant, session_id))
+        record = self.sessions.get((tenant, session_id))
+        if record is None and (tenant, session_id) in self._owned:
+            record = self._reopen(self._owned.pop((tenant, session_id)))
+        return record
 
     def sessions_of(self, tenant: str) -> list[SessionRecord]:
-        return [s for (t, _), s in self.sessions.items() if t == tenant]
+        for key in [k for k in self._owned if k[0] == tenant]:
+            self._reopen(self._owned.pop(key))
+        return sorted(
+            (s for (t, _), s in self.sessions.items() if t == tenant), key=lambda s: s.created
+        )
+
+    def _reopen(self, owned: Owned) -> SessionRecord:
+        session = self.session_factory(owned.tenant, owned.session)
+        record = SessionRecord(owned.session, owned.tenant, owned.agent, session, owned.created)
+        record.pending, record.question = list(owned.pending), owned.question
+        self.sessions[(owned.tenant, owned.session)] = record
+        return record
 
     def run(self, tenant: str, run_id: str) -> RunRecord | None:
         run = self.runs.get(run_id)
@@ -172,9 +197,11 @@ class Hub:
     def open_session(self, tenant: str, session_id: str | None, agent: str) -> SessionRecord:
         """The tenant's session ``session_id``, created (for ``agent``) if it is new."""
         sid = session_id or uuid.uuid4().hex
-        record = self.sessions.get((tenant, sid))
+        record = self.session(tenant, sid)
         if record is None:
             record = SessionRecord(sid, tenant, agent, self.session_factory(tenant, sid))
+            if self.owners is not None:
+                self.owners.add(Owned(tenant, sid, agent, record.created))
             self.sessions[(tenant, sid)] = record
         return record
 
@@ -188,7 +215,10 @@ class Hub:
     ) -> RunRecord:
         """Start a run on ``record`` (the caller checked it is not running)."""
         run = RunRecord(uuid.uuid4().hex, record.tenant, key_id, record.id, record.agent, kind)
-        record.running, record.pending = run.id, []
+        waited = bool(record.pending or record.question)
+        record.running, record.pending, record.question = run.id, [], None
+        if waited and self.owners is not None:
+            self.owners.waiting(record.tenant, record.id, [], None)
         record.runs.append(run.id)
         self.runs[run.id] = run
         run.task = asyncio.create_task(self._pump(run, record, events(run.cancel)))
@@ -237,10 +267,18 @@ class Hub:
             run.append(
                 {"type": "needs_human", "message": error.user_message, "session_id": record.id}
             )
+            record.question = {
+                "session_id": record.id,
+                "run_id": run.id,
+                "message": error.user_message,
+                "asked": time.time(),
+            }
         if done.get("cost"):
             record.cost += float(done["cost"])
         pending = done.get("pending") or []
         record.pending = [dict(p, run_id=run.id, session_id=record.id) for p in pending]
+        if self.owners is not None and (record.pending or record.question):
+            self.owners.waiting(record.tenant, record.id, record.pending, record.question)
         for call in pending:
             run.append(
                 {

@@ -8,6 +8,8 @@ cors_origins = ["https://app.example.com"]
 max_body_bytes = 1_000_000
 rate_per_minute = 120         # per API key
 max_concurrent_runs = 8       # per API key
+run_log = "runs.sqlite"       # where traces are read from (default: tether's run log)
+sessions_dir = "sessions"     # keep histories and their owners across restarts
 
 [serve.agents.default]        # POST /v1/agents/default/...
 model = "anthropic/claude-sonnet-4-5"
@@ -85,6 +87,13 @@ class ServeSettings:
     retained_runs: int = 1000
     """Finished runs whose events are kept for replay (oldest dropped first)."""
     keepalive_s: float = 15.0
+    sessions_dir: str | None = None
+    """Keep sessions in this directory: each history a JSONL file ``TENANT/SESSION.jsonl``
+    and which tenant owns which session in ``owners.jsonl``, so a restarted server
+    serves them again; in memory when unset."""
+    run_log: str | None = None
+    """The run log ``GET /v1/runs/{id}/trace`` reads trace trees from: a path, or ``off``;
+    by default where tether records runs (``TETHER_RUN_LOG``, ``[observers.runlog]``)."""
     agents: list[AgentSpec] = field(default_factory=list)
 
 
@@ -99,6 +108,8 @@ _SCALARS = {
     "cancel_deadline_s": float,
     "retained_runs": int,
     "keepalive_s": float,
+    "run_log": str,
+    "sessions_dir": str,
 }
 
 
