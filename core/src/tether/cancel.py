@@ -121,9 +121,20 @@ class CancelScope:
     def paused(self) -> Iterator[None]:
         """Inside :meth:`interruptible`: not interruptible while the body runs (e.g. while
         a generator yields to its consumer); on leaving it normally, check and re-arm."""
-        self._armed = False
+        self.pause()
         yield
-        self.check()
+        self.resume()
+
+    def pause(self) -> None:
+        """Inside :meth:`interruptible`: not interruptible until :meth:`resume`. The two
+        calls are :meth:`paused` without a context manager, for per-event paths (a
+        generator yielding each streamed delta to its consumer)."""
+        self._armed = False
+
+    def resume(self) -> None:
+        """After :meth:`pause`: raise if the token was cancelled meanwhile, else re-arm."""
+        if self.token.reason is not None:
+            raise RunCancelled(self.token.reason)
         self._armed = True
 
     def _on_cancel(self) -> None:
