@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from .errors import RunCancelled
@@ -107,15 +107,9 @@ class CancelScope:
         if self.token.reason is not None:
             raise RunCancelled(self.token.reason)
 
-    @contextmanager
-    def interruptible(self) -> Iterator[None]:
+    def interruptible(self) -> AbstractContextManager[None]:
         """Let a cancel interrupt the body; raise at once if already cancelled."""
-        self.check()
-        self._armed = True
-        try:
-            yield
-        finally:
-            self._armed = False
+        return _Interruptible(self)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -141,6 +135,23 @@ class CancelScope:
         task = self._task
         if self._armed and task is not None and not task.done():
             task.cancel("tether: cancel token")
+
+
+class _Interruptible:
+    """:meth:`CancelScope.interruptible` as a plain object: entered several times per
+    model round trip, where a generator-based context manager costs several times more."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: CancelScope) -> None:
+        self.scope = scope
+
+    def __enter__(self) -> None:
+        self.scope.check()
+        self.scope._armed = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.scope._armed = False
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
