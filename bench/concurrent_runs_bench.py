@@ -35,7 +35,7 @@ from typing import Any
 import tether
 from tether.config import Config
 from tether.provider import ModelRequest
-from tether.sessions import JsonlSession
+from tether.sessions import JsonlSession, close_session
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools import tool
 
@@ -79,7 +79,7 @@ async def one_run(
         result = await agent.run(f"question {number}", session=session)
         assert result.output == f"done {number}", result
     finally:
-        session.close()
+        await close_session(session)  # its file closed on a disk thread too
 
 
 async def measure(runs: int, session_class: type[JsonlSession]) -> dict[str, Any]:

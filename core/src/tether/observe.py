@@ -26,7 +26,6 @@ the tool calls (an instrumented HTTP client propagating trace context).
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import PluginError
 from .events import Done, RunAborted, observer_failed
+from .messages import new_id
 from .tool_execution import ToolExecutor
 
 if TYPE_CHECKING:
@@ -80,8 +80,9 @@ def current_tool_call() -> ToolCallInfo | None:
 
 
 def new_run_id() -> str:
-    """A unique run id: 20 random hex digits (``tether`` shows and accepts the first 12)."""
-    return os.urandom(10).hex()
+    """A unique run id: 20 random hex digits (``tether`` shows and accepts the first 12),
+    drawn like message ids (:func:`tether.messages.new_id`), without a system call."""
+    return new_id()[:20]
 
 
 def run_start(settings: RunSettings, session_id: str) -> RunStart:
