@@ -1,6 +1,7 @@
-"""500 concurrent runs with durable sessions in one process: throughput and loop stalls.
+"""1,000 concurrent runs with durable sessions in one process: throughput and loop stalls.
 
-Run: ``python bench/concurrent_runs_bench.py [RUNS]`` (default 500). As a server would,
+Run: ``python bench/concurrent_runs_bench.py [RUNS] [--rounds N] [--modes off_loop]``
+(default 1,000 runs, 3 rounds, both modes). As a server would,
 one ``Agent`` serves every run, and every run has its own ``JsonlSession``
 (``durable=True``: every append is fsynced), opened on a thread. The scripted model calls
 one tool and then answers, so each run writes four messages. All runs start at once on
@@ -14,8 +15,11 @@ Two modes are measured in the same process, alternating:
 - ``off_loop``: the default, writes (and their fsyncs) on the disk threads.
 
 Prints one JSON line: per mode, runs per second, the longest and the 99th-percentile
-stall in milliseconds (goal for ``off_loop``: no stall over 50 ms), and
-``max_loop_cpu_ms``, the most CPU time the loop's thread spent between two ticks. A stall
+stall in milliseconds (goal for ``off_loop``: no stall over 50 ms), ``max_loop_cpu_ms``,
+the most CPU time the loop's thread spent between two ticks, and ``cpu_ms_per_run``, the
+process's CPU time (every thread) per run. No run log is written (``TETHER_RUN_LOG=off``
+unless set): the figure is the loop and its sessions. ``concurrent_runs_peer_pydantic_ai.py``
+runs the same scenario with pydantic-ai. A stall
 is wall time, so on a loaded machine it includes time the process was not scheduled at
 all; the CPU figure is the loop's own work, but does not see time spent blocked in a
 system call such as ``fsync`` (which the stall does).
@@ -23,8 +27,10 @@ system call such as ``fsync`` (which the stall does).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -35,10 +41,11 @@ from typing import Any
 import tether
 from tether.config import Config
 from tether.provider import ModelRequest
-from tether.sessions import JsonlSession
+from tether.sessions import JsonlSession, close_session
 from tether.testing import Reply, ScriptedProvider, call
 from tether.tools import tool
 
+os.environ.setdefault("TETHER_RUN_LOG", "off")
 TICK = 0.005
 
 
@@ -79,7 +86,7 @@ async def one_run(
         result = await agent.run(f"question {number}", session=session)
         assert result.output == f"done {number}", result
     finally:
-        session.close()
+        await close_session(session)  # its file closed on a disk thread too
 
 
 async def measure(runs: int, session_class: type[JsonlSession]) -> dict[str, Any]:
@@ -99,9 +106,9 @@ async def measure(runs: int, session_class: type[JsonlSession]) -> dict[str, Any
         directory = Path(tmp)
         agent = make_agent(directory)
         watch = asyncio.create_task(ticker())
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one_run(agent, directory, n, session_class) for n in range(runs)))
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         stop.set()
         await watch
     stalls.sort()
@@ -111,17 +118,26 @@ async def measure(runs: int, session_class: type[JsonlSession]) -> dict[str, Any
         "seconds": round(elapsed, 2),
         "max_stall_ms": round(stalls[-1] * 1000, 1),
         "p99_stall_ms": round(stalls[int(len(stalls) * 0.99)] * 1000, 1),
+        "cpu_ms_per_run": round(cpu / runs * 1000, 3),
     }
 
 
+MODES: dict[str, type[JsonlSession]] = {"on_loop": OnLoopSession, "off_loop": JsonlSession}
+
+
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 500
-    rounds = 3
-    results: dict[str, list[dict[str, Any]]] = {"on_loop": [], "off_loop": []}
-    for session_class in (OnLoopSession, JsonlSession):  # warm-up: imports, schemas, threads
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="?", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--modes", default="on_loop,off_loop")
+    args = parser.parse_args()
+    runs, rounds = args.runs, args.rounds
+    modes = {mode: MODES[mode] for mode in args.modes.split(",")}
+    results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    for session_class in modes.values():  # warm-up: imports, schemas, threads
         asyncio.run(measure(20, session_class))
     for round_number in range(rounds):
-        for mode, session_class in (("on_loop", OnLoopSession), ("off_loop", JsonlSession)):
+        for mode, session_class in modes.items():
             figures = asyncio.run(measure(runs, session_class))
             results[mode].append(figures)
             print(f"round {round_number + 1} {mode}: {figures}", file=sys.stderr)
@@ -132,6 +148,7 @@ def main() -> None:
             "median_max_stall_ms": statistics.median(r["max_stall_ms"] for r in rows),
             "p99_stall_ms": statistics.median(r["p99_stall_ms"] for r in rows),
             "max_loop_cpu_ms": max(r["max_loop_cpu_ms"] for r in rows),
+            "cpu_ms_per_run": statistics.median(r["cpu_ms_per_run"] for r in rows),
         }
         for mode, rows in results.items()
     }

@@ -235,6 +235,40 @@ async def run_all(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
+async def count_calls() -> dict[str, float]:
+    """Python and C function calls (``sys.setprofile``) per round trip of A, per short run
+    of B and per delta of C: a figure that the machine's load does not move."""
+    calls = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call" or event == "c_call":
+            calls += 1
+
+    async def counted(fn: Callable[[], Awaitable[object]]) -> int:
+        nonlocal calls
+        calls = 0
+        sys.setprofile(profile)
+        try:
+            await fn()
+        finally:
+            sys.setprofile(None)
+        return calls
+
+    await tool_loop(3)  # warm
+    a10, a60 = await counted(lambda: tool_loop(10)), await counted(lambda: tool_loop(60))
+    b1 = await counted(short_run)
+    stream_prepare(1000)
+    c1 = await counted(lambda: stream(1000))
+    stream_prepare(2000)
+    c2 = await counted(lambda: stream(2000))
+    return {
+        "a_calls_per_rt": (a60 - a10) / 50,
+        "b_calls_per_run": b1,
+        "c_calls_per_delta": (c2 - c1) / 1000,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--a-reps", type=int, default=20)
@@ -242,10 +276,16 @@ def main() -> None:
     parser.add_argument("--c-reps", type=int, default=20)
     parser.add_argument("--c-deltas", type=int, default=2000)
     parser.add_argument("--no-rss", action="store_true")
+    parser.add_argument(
+        "--count-calls", action="store_true", help="only count function calls per unit of work"
+    )
     parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args()
     if args.rss_child:
         asyncio.run(rss_child())
+        return
+    if args.count_calls:
+        print(json.dumps(asyncio.run(count_calls())))
         return
     out = asyncio.run(run_all(args))
     if not args.no_rss:

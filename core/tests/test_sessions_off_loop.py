@@ -16,7 +16,7 @@ import tether.memory.store
 import tether.sessions.jsonl
 from tether.config import Config
 from tether.memory import CrossSessionMemory
-from tether.sessions import JsonlSession
+from tether.sessions import JsonlSession, close_session
 from tether.testing import Reply, ScriptedProvider, call
 
 
@@ -75,3 +75,24 @@ async def test_a_run_does_its_session_and_memory_disk_work_off_the_event_loop(
     on_loop = [call for call in recorder.calls if call[1] == loop_thread]
     assert on_loop == [], on_loop
     assert memory.store.file("user").entries() == ["Prefers tabs."]
+
+
+class ClosingOS(RecordingOS):
+    def close(self, fd: int) -> None:
+        self._note("close")
+        os.close(fd)
+
+
+async def test_a_session_closed_through_close_session_closes_its_files_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = JsonlSession(tmp_path / "s.jsonl")
+    await session.append_async(tether.Message.user("hi"))
+    recorder = ClosingOS()
+    monkeypatch.setattr(tether.sessions.jsonl, "os", recorder)
+    await close_session(session)
+    await close_session(session)  # twice is safe
+    closes = [thread for name, thread in recorder.calls if name == "close"]
+    assert len(closes) == 2 and threading.current_thread().name not in closes, recorder.calls
+    with JsonlSession(tmp_path / "s.jsonl") as again:  # the lock was released
+        assert [m.text for m in again.messages] == ["hi"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from .errors import RunCancelled
@@ -107,29 +107,51 @@ class CancelScope:
         if self.token.reason is not None:
             raise RunCancelled(self.token.reason)
 
-    @contextmanager
-    def interruptible(self) -> Iterator[None]:
+    def interruptible(self) -> AbstractContextManager[None]:
         """Let a cancel interrupt the body; raise at once if already cancelled."""
-        self.check()
-        self._armed = True
-        try:
-            yield
-        finally:
-            self._armed = False
+        return _Interruptible(self)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
         """Inside :meth:`interruptible`: not interruptible while the body runs (e.g. while
         a generator yields to its consumer); on leaving it normally, check and re-arm."""
-        self._armed = False
+        self.pause()
         yield
-        self.check()
+        self.resume()
+
+    def pause(self) -> None:
+        """Inside :meth:`interruptible`: not interruptible until :meth:`resume`. The two
+        calls are :meth:`paused` without a context manager, for per-event paths (a
+        generator yielding each streamed delta to its consumer)."""
+        self._armed = False
+
+    def resume(self) -> None:
+        """After :meth:`pause`: raise if the token was cancelled meanwhile, else re-arm."""
+        if self.token.reason is not None:
+            raise RunCancelled(self.token.reason)
         self._armed = True
 
     def _on_cancel(self) -> None:
         task = self._task
         if self._armed and task is not None and not task.done():
             task.cancel("tether: cancel token")
+
+
+class _Interruptible:
+    """:meth:`CancelScope.interruptible` as a plain object: entered several times per
+    model round trip, where a generator-based context manager costs several times more."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: CancelScope) -> None:
+        self.scope = scope
+
+    def __enter__(self) -> None:
+        self.scope.check()
+        self.scope._armed = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.scope._armed = False
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

@@ -102,14 +102,15 @@ class RunGuard:
         """One model call of the run: reserved in the tree's ledger before it starts
         (waiting for a turn if need be, interruptibly and no later than the deadline)
         and released when the body ends, however it ends."""
-        with scope.interruptible():
-            while True:
-                try:
-                    async with asyncio.timeout(self.remaining()):
-                        await self.ledger.begin_call()
-                    break
-                except TimeoutError:
-                    self.check_deadline()  # a timer may fire a hair early: wait on
+        if not self.ledger.try_begin_call():  # else reserved at once: no timer needed
+            with scope.interruptible():
+                while True:
+                    try:
+                        async with asyncio.timeout(self.remaining()):
+                            await self.ledger.begin_call()
+                        break
+                    except TimeoutError:
+                        self.check_deadline()  # a timer may fire a hair early: wait on
         try:
             yield
         finally:

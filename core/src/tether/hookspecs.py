@@ -222,7 +222,9 @@ def register_observers(observers: ObserverRegistrar) -> None:
         ``factory(settings, config)`` with its ``[observers.<name>]`` settings and uses the
         callback returned (``None``: inactive). During a callback,
         :func:`tether.observe.current_run` is the run that emitted the event; an observer
-        with a ``tool_scope(call)`` method has it entered around every tool body (see
+        with a ``tool_scope(call)`` method has it entered around every tool body; one with
+        an ``observed_events`` attribute (event classes) is called for those types only,
+        so it costs nothing for the others, such as each streamed text delta (see
         :mod:`tether.observe`).
 
     Since 0.1.

@@ -76,6 +76,7 @@ class Ledger:
     """
 
     __slots__ = (
+        "_chain",
         "_waiters",
         "calls",
         "cost",
@@ -110,15 +111,17 @@ class Ledger:
         self.members: set[str] = set()
         """Run ids of the runs that joined this subtree (their usage is charged live)."""
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        above = parent.chain() if parent is not None else ()
+        self._chain: tuple[tuple[int, Ledger], ...] = (
+            (0, self),
+            *((level + 1, node) for level, node in above),
+        )
 
     # -- the tree ------------------------------------------------------------------------------
-    def chain(self) -> Iterator[tuple[int, Ledger]]:
-        """This node and its ancestors, with how many levels up each is."""
-        node: Ledger | None = self
-        level = 0
-        while node is not None:
-            yield level, node
-            node, level = node.parent, level + 1
+    def chain(self) -> tuple[tuple[int, Ledger], ...]:
+        """This node and its ancestors, with how many levels up each is (a node's parent
+        never changes: kept from its construction, walked several times per model call)."""
+        return self._chain
 
     def start(self, run_id: str = "") -> None:
         """Start the wall clock: the deadline is the earlier of this run's own and its
@@ -141,6 +144,20 @@ class Ledger:
                         node.members.add(run_id)
 
     # -- model calls ---------------------------------------------------------------------------
+    def try_begin_call(self) -> bool:
+        """:meth:`begin_call` without waiting: ``False`` (nothing reserved) when it would
+        wait. The common case, no budgeted call in flight above, needs no timer."""
+        with _lock:
+            error = self._refusal()
+            if error is not None:
+                raise error
+            if any(n.in_flight and _budgeted(n.limits) for _, n in self._chain):
+                return False
+            for _, node in self._chain:
+                node.calls += 1
+                node.in_flight += 1
+            return True
+
     async def begin_call(self) -> None:
         """Reserve a model call in every node up to the root, waiting while a node with
         a token or cost budget has another call in flight; raise the

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
@@ -53,9 +54,14 @@ __all__ = [
 Role: TypeAlias = Literal["user", "assistant", "tool", "system"]
 
 
+_ids = random.Random()  # its own generator: random.seed() in user code cannot repeat ids
+os.register_at_fork(after_in_child=_ids.seed)  # nor can forked workers share a sequence
+
+
 def new_id() -> str:
-    """A fresh, opaque identifier for a message (128 random bits, hex)."""
-    return os.urandom(16).hex()
+    """A fresh, opaque identifier for a message (128 random bits, hex). Drawn from a
+    generator seeded by the operating system, not from it: a message costs no system call."""
+    return f"{_ids.getrandbits(128):032x}"
 
 
 class StopReason(StrEnum):

@@ -10,6 +10,13 @@ tell them the rest:
   run started there records them as its parent (``RunStart.parent_run_id`` /
   ``parent_call_id``), which is how sub-agent runs nest under the call that started them.
 
+An observer may name the event types it takes in an ``observed_events`` attribute (a
+collection of event classes): it is then called for those only, and every other event
+costs the run one set lookup for it. Without the attribute it takes every event; a run
+without observers hands its events to nobody and pays nothing for observation. An
+observer that keeps state per run names :class:`~tether.events.RunAborted` beside
+:class:`~tether.events.Done`: a run left by an exception ends with the former.
+
 An observer object may also define ``tool_scope(call: ToolCallInfo)`` returning a context
 manager (or ``None``); the core enters it around the tool's body, in the task that runs
 the tool, so whatever the observer makes current there (a tracing span) is seen by code
@@ -19,15 +26,17 @@ the tool calls (an instrumented HTTP client propagating trace context).
 from __future__ import annotations
 
 import contextlib
-import os
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .errors import PluginError
 from .events import Done, RunAborted, observer_failed
+from .messages import new_id
+from .nested_streams import nested
 from .tool_execution import ToolExecutor
 
 if TYPE_CHECKING:
@@ -42,6 +51,7 @@ __all__ = [
     "current_run",
     "current_tool_call",
     "new_run_id",
+    "observed_events",
     "run_start",
 ]
 
@@ -71,8 +81,9 @@ def current_tool_call() -> ToolCallInfo | None:
 
 
 def new_run_id() -> str:
-    """A unique run id: 20 random hex digits (``tether`` shows and accepts the first 12)."""
-    return os.urandom(10).hex()
+    """A unique run id: 20 random hex digits (``tether`` shows and accepts the first 12),
+    drawn like message ids (:func:`tether.messages.new_id`), without a system call."""
+    return new_id()[:20]
 
 
 def run_start(settings: RunSettings, session_id: str) -> RunStart:
@@ -102,7 +113,7 @@ class RunObservation:
     as a context manager around the run, a :class:`~tether.events.RunAborted` when the run
     is left by an exception (or the consumer stopped iterating) before ``Done``."""
 
-    __slots__ = ("_calls", "done", "elapsed", "observers", "start")
+    __slots__ = ("_by_kind", "_calls", "done", "elapsed", "kinds", "observers", "start")
 
     def __init__(
         self,
@@ -112,26 +123,57 @@ class RunObservation:
     ) -> None:
         self.start = start
         self.observers = observers
-        self._calls = tuple(_direct_call(observer) for observer in observers)
+        self._calls = tuple(
+            (_direct_call(observer), observed_events(observer)) for observer in observers
+        )
+        self._by_kind: dict[type, tuple[Callable[[Any], None], ...]] = {}
+        self.kinds: frozenset[type] | None = _union(named for _, named in self._calls)
+        """The event types any observer of the run takes (``None``: every type). The
+        runner hands :meth:`notify` only these: an event nobody named costs one set lookup."""
         self.elapsed = elapsed
         self.done = False
 
     def notify(self, event: Any) -> None:
-        """Give ``event`` to each observer in turn while :func:`current_run` is this run's
-        start. An observer that raises is logged on the ``tether.observers`` logger and
-        skipped: observers never break a run (:func:`tether.events.notify`, inlined: this
-        runs for every event of every observed run)."""
-        token = _CURRENT_RUN.set(self.start)
-        try:
-            for observer in self._calls:
-                try:
-                    observer(event)
-                except Exception:
-                    observer_failed(observer)
-        finally:
-            _CURRENT_RUN.reset(token)
-        if type(event) is Done:
+        """Give ``event`` to each observer that takes its type, in turn, while
+        :func:`current_run` is this run's start. An observer that raises is logged on the
+        ``tether.observers`` logger and skipped: observers never break a run
+        (:func:`tether.events.notify`, inlined: this runs for every event of every
+        observed run)."""
+        kind = type(event)
+        calls = self._by_kind.get(kind)
+        if calls is None:
+            calls = self._by_kind[kind] = tuple(
+                call for call, named in self._calls if named is None or kind in named
+            )
+        if calls:
+            token = _CURRENT_RUN.set(self.start)
+            try:
+                for observer in calls:
+                    try:
+                        observer(event)
+                    except Exception:
+                        observer_failed(observer)
+            finally:
+                _CURRENT_RUN.reset(token)
+        if kind is Done:
             self.done = True
+
+    async def observe(self, events: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
+        """Yield the run's ``events`` (closed with it), each first handed to the observers
+        that take its type, and :class:`~tether.events.RunAborted` to them if the run is
+        left early. A run refused before its :class:`~tether.events.RunStart` (its session
+        in use) is not observed."""
+        notify, kinds = self.notify, self.kinds
+        async with nested(events):
+            start = await anext(events)
+            with self:
+                if kinds is None or type(start) in kinds:
+                    notify(start)
+                yield start
+                async for event in events:
+                    if kinds is None or type(event) in kinds:
+                        notify(event)
+                    yield event
 
     def __enter__(self) -> RunObservation:
         return self
@@ -139,6 +181,31 @@ class RunObservation:
     def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
         if error is not None and self.observers and not self.done:
             self.notify(RunAborted(error, self.elapsed()))
+
+
+def observed_events(observer: object) -> frozenset[type] | None:
+    """The event types ``observer`` takes: its ``observed_events`` attribute, if it has
+    one (``None``: every event). An observer that names its events is not called, and
+    costs the run almost nothing, for the others (a tracer that ignores text deltas)."""
+    named = getattr(observer, "observed_events", None)
+    if named is None:
+        return None
+    if isinstance(named, (type, str)) or not all(isinstance(kind, type) for kind in named):
+        raise PluginError(
+            f"Observer {observer!r} has observed_events={named!r}: expected a collection "
+            "of event classes, e.g. (tether.events.ToolStart, tether.events.ToolEnd), or "
+            "no such attribute to take every event."
+        )
+    return frozenset(named)
+
+
+def _union(named: Iterable[frozenset[type] | None]) -> frozenset[type] | None:
+    kinds: set[type] = set()
+    for one in named:
+        if one is None:
+            return None
+        kinds |= one
+    return frozenset(kinds)
 
 
 def _direct_call(observer: Callable[[Any], None]) -> Callable[[Any], None]:

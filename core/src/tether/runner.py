@@ -113,59 +113,57 @@ class Run(RunAccounts):
         """ToolEnd events not yielded when they happened (the run was being interrupted):
         calls answered as interrupted, and calls that finished just before. Yielded before Done."""
 
-    async def events(self) -> AsyncGenerator[RunEvent, None]:
+    def events(self) -> AsyncGenerator[RunEvent, None]:
+        """The run's events: the loop itself, seen through the run's observers if any."""
+        if not self.s.observers:
+            return self._loop()
         observation = RunObservation(self.start, self.s.observers, self.guard.elapsed)
-        with one_run_at_a_time(self.session), self.scope, observation:
-            self.guard.start(self.start.run_id)
-            async with nested(self._loop()) as loop:
-                notify = observation.notify if observation.observers else None
-                async for event in loop:
-                    if notify is not None:
-                        notify(event)
-                    yield event
+        return observation.observe(self._loop())
 
     # -- the loop ----------------------------------------------------------------------------
     async def _loop(self) -> AsyncGenerator[RunEvent, None]:
-        yield self.start
-        if self.repair_report:
-            yield SessionRepaired(self.repair_report)
-        error: TetherError | None = None
-        try:
-            for calls in await self.features.start(self.prompt):
-                async with nested(self._run_tools(calls)) as resumed:
-                    async for event in resumed:  # the calls of a resumed run
-                        yield event
-            while not self._finished:
-                try:
-                    async with nested(self._turn()) as turn:
-                        async for event in turn:
+        with one_run_at_a_time(self.session), self.scope:
+            self.guard.start(self.start.run_id)
+            yield self.start
+            if self.repair_report:
+                yield SessionRepaired(self.repair_report)
+            error: TetherError | None = None
+            try:
+                for calls in await self.features.start(self.prompt):
+                    async with nested(self._run_tools(calls)) as resumed:
+                        async for event in resumed:  # the calls of a resumed run
                             yield event
-                finally:
-                    if self.early.started:  # calls started early that nobody claimed
-                        await self.early.discard()
-        except LimitExceeded as exc:
-            outcome, error = Outcome.LIMIT, exc
-        except ENDING_ERRORS as exc:
-            outcome, error = self.features.outcome_of(exc), exc
-        except asyncio.CancelledError:
-            await self._answer_open_calls()
-            task = self.scope.task
-            if not (self.cancel.cancelled and task is not None and task.cancelling()):
+                while not self._finished:
+                    try:
+                        async with nested(self._turn()) as turn:
+                            async for event in turn:
+                                yield event
+                    finally:
+                        if self.early.started:  # calls started early that nobody claimed
+                            await self.early.discard()
+            except LimitExceeded as exc:
+                outcome, error = Outcome.LIMIT, exc
+            except ENDING_ERRORS as exc:
+                outcome, error = self.features.outcome_of(exc), exc
+            except asyncio.CancelledError:
+                await self._answer_open_calls()
+                task = self.scope.task
+                if not (self.cancel.cancelled and task is not None and task.cancelling()):
+                    raise
+                task.uncancel()
+                outcome, error = self._cancelled(RunCancelled(self.cancel.reason or "cancelled"))
+            except RunCancelled as exc:
+                await self._answer_open_calls()
+                outcome, error = self._cancelled(exc)
+            except BaseException as exc:
+                await self._answer_open_calls()
+                scrub_exception(exc)  # in place: what reaches the caller holds no secret
                 raise
-            task.uncancel()
-            outcome, error = self._cancelled(RunCancelled(self.cancel.reason or "cancelled"))
-        except RunCancelled as exc:
-            await self._answer_open_calls()
-            outcome, error = self._cancelled(exc)
-        except BaseException as exc:
-            await self._answer_open_calls()
-            scrub_exception(exc)  # in place: what reaches the caller holds no secret
-            raise
-        else:
-            outcome, error = self._ending()
-        for end in self._late_ends:
-            yield end
-        yield Done(self._result(outcome, error))
+            else:
+                outcome, error = self._ending()
+            for end in self._late_ends:
+                yield end
+            yield Done(self._result(outcome, error))
 
     async def _turn(self) -> AsyncGenerator[RunEvent, None]:
         """One model call and the tool calls it asked for; sets ``_finished`` at the end."""
@@ -249,15 +247,15 @@ class Run(RunAccounts):
         attempt = 0
         overflow_compacted = False
         started = time.perf_counter()
-        guard = self.guard
         while True:
             attempt += 1
             request = self.features.request()
             sent, first = time.perf_counter(), None
             self.features.attempt_started()
+            partial_of = self.features.partial if self.features.output is not None else None
             try:
                 response: ModelResponse | None = None
-                stream = guarded_stream(self.s.provider, request, guard)
+                stream = guarded_stream(self.s.provider, request, self.guard)
                 joiner = SurrogateJoiner()
                 event: ProviderEvent | None  # None: half a surrogate pair, held back
                 async with nested(stream):
@@ -272,10 +270,11 @@ class Run(RunAccounts):
                                 self.early.ready(event)
                                 continue
                             first = first if first is not None else time.perf_counter() - sent
-                            with self.scope.paused():
-                                yield event
-                                if partial := self.features.partial(event):
-                                    yield partial
+                            self.scope.pause()  # per delta: cheaper than `with paused()`
+                            yield event
+                            if partial_of is not None and (partial := partial_of(event)):
+                                yield partial
+                            self.scope.resume()
                         for event in joiner.flush():
                             with self.scope.paused():
                                 yield event
@@ -284,8 +283,7 @@ class Run(RunAccounts):
                         f"The {self.s.provider.name} provider ended its stream without a response.",
                         provider=self.s.provider.name,
                     )
-                self.latency = time.perf_counter() - started
-                self.first_token = first
+                self.latency, self.first_token = time.perf_counter() - started, first
                 yield response
                 return
             except ContextOverflowError:

@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from zlib import adler32
 
+from .messages import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+
 if TYPE_CHECKING:
     from .messages import Message
     from .provider import ToolDefinition
@@ -151,8 +153,6 @@ def _weight_sum(weights: bytes) -> int:
 
 def estimate_message(message: Message) -> int:
     """Estimated tokens of one message as a provider would send it."""
-    from .messages import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
-
     total = MESSAGE_OVERHEAD
     for block in message.content:
         if isinstance(block, TextBlock):

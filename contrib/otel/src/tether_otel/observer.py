@@ -133,6 +133,8 @@ class OtelObserver:
         if capture_content:  # a call's arguments, and the model's answers
             self._handlers[ToolStart] = self._tool_start
             self._handlers[TextDelta] = self._text
+        self.observed_events = frozenset({RunStart, *self._handlers})
+        """What the core hands it: no text delta unless content is captured."""
 
     def __call__(self, event: Any) -> None:
         """Handle one event of the run :func:`~tether.observe.current_run`."""

@@ -84,6 +84,12 @@ class _Recording:
 class RunRecorder:
     """Records every run it observes into ``log`` (register it with ``register_observers``)."""
 
+    observed_events = frozenset(
+        {RunStart, TextDelta, TurnEnd, ToolStart, ToolEnd, Retry, Compaction}
+        | {CacheWarning, Done, RunAborted}
+    )
+    """The events a row is made of; the core hands it no others."""
+
     def __init__(self, log: RunLog) -> None:
         self.log = log
         self._runs: dict[str, _Recording] = {}

@@ -263,6 +263,11 @@ class JsonlSession:
             os.close(self._lock_fd)  # closing the descriptor releases the lock
             self._lock_fd = None
 
+    async def aclose(self) -> None:
+        """:meth:`close` on a disk thread: closing a file just written can wait on the disk
+        (:func:`~tether.sessions.close_session` uses this)."""
+        await off_loop(self.close)
+
     def __enter__(self) -> JsonlSession:
         return self
 
