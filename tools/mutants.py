@@ -1,0 +1,458 @@
+"""Mutation testing of the modules that carry guarantees, inside an OS sandbox.
+
+``nox -s mutants`` calls :func:`main`. The modules come from ``mutation.toml`` (the one
+list); mutants judged equivalent, each with its reason, from ``mutation-equivalents.toml``.
+For each workspace member holding selected modules, the member is copied into a throw-away
+directory and mutmut runs there, over that member's ``tests/``, inside bubblewrap: the whole
+file system read-only (the repository included), a fresh ``HOME`` and ``/tmp``, no network,
+an empty environment but for ``PATH`` and locale. The result is one line per module --
+killed, survived, timeout, no tests, equivalent and the kill rate -- printed and written as
+Markdown.
+
+Contracts:
+
+- nothing runs outside bubblewrap unless ``--no-sandbox`` is given by name; without
+  ``bwrap`` on ``PATH`` the run is refused with what to install;
+- the kill rate of a module is detected mutants (killed, timed out, caught by the type
+  check) over its mutants minus the ones listed as equivalent (and mutmut's skipped);
+  a module without mutants has no rate;
+- ``--fail-under N`` exits non-zero when a module's rate is below ``N`` percent, or a run
+  did not finish (crash or ``--deadline``), naming the module(s);
+- every run has a deadline (``--deadline`` seconds for the whole session); on expiry the
+  sandbox is killed and the modules not finished are reported as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = ROOT / "mutation.toml"
+EQUIVALENTS = ROOT / "mutation-equivalents.toml"
+
+#: mutmut's statuses, grouped as the report counts them.
+DETECTED = {"killed", "timeout", "caught by type check", "segfault"}
+NOT_COUNTED = {"skipped"}
+
+# What the copy of a member leaves out: environments, caches, earlier mutmut runs.
+_IGNORED = shutil.ignore_patterns(
+    ".venv", ".nox", ".git", "mutants", "__pycache__", "*.pyc", ".pytest_cache",
+    ".mypy_cache", ".ruff_cache", ".hypothesis", "site", "build", "dist", "*.egg-info",
+)  # fmt: skip
+
+
+class MutantsError(Exception):
+    """Bad input to the mutation run (unknown module, unreadable table, no sandbox)."""
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module of ``mutation.toml``."""
+
+    name: str
+    distribution: str
+    path: str
+    sample: bool = False
+
+    @property
+    def repo_path(self) -> str:
+        """The file's path from the repository root, as git names it."""
+        return f"{self.distribution}/{self.path}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    timeout_multiplier: float = 20.0
+    timeout_constant: float = 10.0
+    jobs: int = 2
+
+
+@dataclass
+class Tally:
+    """Mutants of one module by outcome."""
+
+    module: str
+    counts: dict[str, int] = field(default_factory=dict)
+    equivalent: int = 0
+    survivors: list[str] = field(default_factory=list)
+    finished: bool = True
+
+    def add(self, status: str) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values()) + self.equivalent
+
+    @property
+    def detected(self) -> int:
+        return sum(n for status, n in self.counts.items() if status in DETECTED)
+
+    @property
+    def rate(self) -> float | None:
+        """Detected over non-equivalent, non-skipped mutants, in percent (None: none)."""
+        counted = sum(n for status, n in self.counts.items() if status not in NOT_COUNTED)
+        return None if counted == 0 else 100.0 * self.detected / counted
+
+
+def load_table(path: Path = TABLE) -> tuple[Settings, list[Module]]:
+    """The settings and modules of ``mutation.toml``; a clear error if it is malformed."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise MutantsError(f"cannot read the module table {path.name}: {exc}") from exc
+    raw = data.get("settings", {})
+    settings = Settings(
+        timeout_multiplier=float(raw.get("timeout_multiplier", 20.0)),
+        timeout_constant=float(raw.get("timeout_constant", 10.0)),
+        jobs=int(raw.get("jobs", 2)),
+    )
+    modules = []
+    for i, entry in enumerate(data.get("module", [])):
+        missing = {"name", "distribution", "path"} - entry.keys()
+        if missing:
+            raise MutantsError(
+                f"{path.name}: [[module]] number {i + 1} lacks {', '.join(sorted(missing))}; "
+                "each module needs name, distribution and path"
+            )
+        modules.append(
+            Module(entry["name"], entry["distribution"], entry["path"], bool(entry.get("sample")))
+        )
+    return settings, modules
+
+
+def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
+    """Mutant name -> the reason it is equivalent. Every entry must give a reason."""
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise MutantsError(f"cannot read {path.name}: {exc}") from exc
+    entries = data.get("equivalent", {})
+    blank = [name for name, reason in entries.items() if not str(reason).strip()]
+    if blank:
+        raise MutantsError(f"{path.name}: give a one-line reason for {', '.join(blank)}")
+    return {name: str(reason) for name, reason in entries.items()}
+
+
+def pick(modules: Sequence[Module], names: Iterable[str]) -> list[Module]:
+    """The modules named (by dotted name, or its last part when that is unique)."""
+    chosen: list[Module] = []
+    for name in names:
+        found = [m for m in modules if m.name == name] or [
+            m for m in modules if m.name.rsplit(".", 1)[-1] == name
+        ]
+        if len(found) != 1:
+            known = ", ".join(m.name for m in modules)
+            why = "is ambiguous" if found else "is not in mutation.toml"
+            raise MutantsError(f"module {name!r} {why}; the modules are: {known}")
+        if found[0] not in chosen:
+            chosen.append(found[0])
+    return chosen
+
+
+def select_changed(modules: Sequence[Module], changed_paths: Iterable[str]) -> list[Module]:
+    """The modules whose file is among ``changed_paths`` (repository-relative, as git
+    prints them); when none is, the modules marked ``sample``."""
+    changed = {p.strip().removeprefix("./") for p in changed_paths if p.strip()}
+    touched = [m for m in modules if m.repo_path in changed]
+    return touched or [m for m in modules if m.sample]
+
+
+def changed_since(base: str, root: Path = ROOT) -> list[str]:
+    """Files changed between git ``base`` and the working tree (committed or not)."""
+    try:
+        out = subprocess.run(
+            ["git", "diff", "--name-only", base, "--"],
+            cwd=root, capture_output=True, text=True, check=True, timeout=60,
+        )  # fmt: skip
+    except subprocess.CalledProcessError as exc:
+        raise MutantsError(f"git cannot diff against {base!r}: {exc.stderr.strip()}") from exc
+    return out.stdout.splitlines()
+
+
+# --- the sandbox -------------------------------------------------------------------
+
+
+def sandbox_command(
+    command: Sequence[str], scratch: Path, workdir: Path, *, sandbox: bool
+) -> list[str]:
+    """``command`` wrapped in bubblewrap, run in ``workdir`` (inside ``scratch``).
+
+    Inside: ``/`` read-only; ``scratch`` (the member's copy, and the new HOME) the only
+    writable place besides a fresh ``/tmp``; the real home directory hidden (but the
+    interpreter, if it lives there, mounted back read-only); no network; new PID, IPC
+    and UTS namespaces; the environment emptied."""
+    env = {
+        "HOME": str(scratch / "home"),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TMPDIR": "/tmp",
+    }
+    if not sandbox:
+        return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *command]
+    wrapped = [
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--die-with-parent", "--new-session", "--clearenv",
+    ]  # fmt: skip
+    home = Path.home().resolve()
+    if home != Path("/"):
+        wrapped += ["--tmpfs", str(home)]
+        for keep in _needed_under(home):
+            wrapped += ["--ro-bind", str(keep), str(keep)]
+    wrapped += ["--tmpfs", "/tmp", "--bind", str(scratch), str(scratch)]
+    for key, value in env.items():
+        wrapped += ["--setenv", key, value]
+    return [*wrapped, "--chdir", str(workdir), *command]
+
+
+def _needed_under(home: Path) -> list[Path]:
+    """Directories under the real home the run cannot do without: the interpreter's
+    installation and the repository (with its environment)."""
+    needed = []
+    for path in {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), ROOT}:
+        if path.is_relative_to(home):
+            needed.append(path)
+    return sorted(needed)
+
+
+def mutmut_config(modules: Sequence[Module], settings: Settings) -> str:
+    """The ``setup.cfg`` section that points mutmut at ``modules`` of one member."""
+    only = "\n    ".join(m.path for m in modules)
+    return (
+        "[mutmut]\n"
+        "source_paths = src\n"
+        f"only_mutate =\n    {only}\n"
+        "pytest_add_cli_args_test_selection = tests\n"
+        "pytest_add_cli_args = -p no:cacheprovider -q\n"
+        f"timeout_multiplier = {settings.timeout_multiplier}\n"
+        f"timeout_constant = {settings.timeout_constant}\n"
+        "use_git_change_detection = false\n"
+    )
+
+
+_RESULT_LINE = re.compile(r"^\s*(?P<name>[\w.]+__mutmut_\d+): (?P<status>.+?)\s*$")
+
+
+def parse_results(text: str) -> dict[str, str]:
+    """``mutmut results --all true`` output -> mutant name -> status."""
+    found = {}
+    for line in text.splitlines():
+        match = _RESULT_LINE.match(line)
+        if match:
+            found[match["name"]] = match["status"]
+    return found
+
+
+def module_of(mutant: str, modules: Sequence[Module]) -> Module | None:
+    """The module a mutant belongs to: the longest module name its name starts with."""
+    owners = [m for m in modules if mutant.startswith(m.name + ".")]
+    return max(owners, key=lambda m: len(m.name), default=None)
+
+
+def tally(
+    results: dict[str, str], modules: Sequence[Module], equivalents: dict[str, str]
+) -> dict[str, Tally]:
+    tallies = {m.name: Tally(m.name) for m in modules}
+    for mutant, status in sorted(results.items()):
+        owner = module_of(mutant, modules)
+        if owner is None:
+            continue
+        t = tallies[owner.name]
+        if mutant in equivalents:
+            t.equivalent += 1
+            continue
+        t.add(status)
+        if status not in DETECTED and status not in NOT_COUNTED:
+            t.survivors.append(f"{mutant}: {status}")
+    return tallies
+
+
+def run_member(
+    distribution: str,
+    modules: Sequence[Module],
+    settings: Settings,
+    *,
+    sandbox: bool,
+    deadline: float,
+    logs: Path,
+) -> dict[str, str] | None:
+    """Mutate ``modules`` of one member in a throw-away copy; None if it did not finish."""
+    with tempfile.TemporaryDirectory(prefix="tether-mutants-") as tmp:
+        scratch = Path(tmp)
+        (scratch / "home").mkdir()
+        workdir = scratch / "ws" / distribution
+        shutil.copytree(ROOT / distribution, workdir, ignore=_IGNORED)
+        # pytest's settings (asyncio mode, import mode) live in the root pyproject.
+        shutil.copy2(ROOT / "pyproject.toml", scratch / "ws" / "pyproject.toml")
+        (workdir / "setup.cfg").write_text(mutmut_config(modules, settings), encoding="utf-8")
+        log = logs / f"{distribution.replace('/', '-')}.log"
+        script = (
+            f"{sys.executable} -m mutmut run --max-children {settings.jobs} > {log.name} 2>&1;"
+            f" {sys.executable} -m mutmut results --all true > results.txt 2>> {log.name}"
+        )
+        command = sandbox_command(["sh", "-c", script], scratch, workdir, sandbox=sandbox)
+        remaining = deadline - time.monotonic()
+        finished = remaining > 0 and _run_with_deadline(command, remaining)
+        if (workdir / log.name).exists():
+            shutil.copy2(workdir / log.name, log)
+        results_file = workdir / "results.txt"
+        if not finished or not results_file.exists():
+            return None
+        return parse_results(results_file.read_text(encoding="utf-8"))
+
+
+def _run_with_deadline(command: Sequence[str], seconds: float) -> bool:
+    """Run ``command`` in its own process group; kill the group after ``seconds``."""
+    process = subprocess.Popen(command, start_new_session=True)
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        return False
+    return True
+
+
+# --- the report --------------------------------------------------------------------
+
+
+def render(tallies: Iterable[Tally], *, command: str, when: str, fail_under: float | None) -> str:
+    """The Markdown report: one row per module, then the surviving mutants."""
+    rows = list(tallies)
+    lines = [
+        f"Mutation run of {when}: `{command}`",
+        "",
+        "| module | mutants | killed | timeout | survived | no tests | equivalent | kill rate |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in rows:
+        c = t.counts
+        if not t.finished:
+            lines.append(f"| `{t.module}` | not finished (deadline or crash) ||||||| |")
+            continue
+        rate = "—" if t.rate is None else f"{t.rate:.1f}%"
+        lines.append(
+            f"| `{t.module}` | {t.total} | {c.get('killed', 0)} | {c.get('timeout', 0)} "
+            f"| {c.get('survived', 0)} | {c.get('no tests', 0)} | {t.equivalent} | {rate} |"
+        )
+    if fail_under is not None:
+        lines += ["", f"Threshold: every module at least {fail_under:g}%."]
+    survivors = [s for t in rows for s in t.survivors]
+    if survivors:
+        lines += ["", "Not detected (see each with `mutmut show NAME` in a run's copy):", ""]
+        lines += [f"- `{s}`" for s in survivors]
+    return "\n".join(lines) + "\n"
+
+
+def failures(tallies: Iterable[Tally], fail_under: float) -> list[str]:
+    """Modules below the threshold, or not finished, as sentences."""
+    bad = []
+    for t in tallies:
+        if not t.finished:
+            bad.append(f"{t.module}: the run did not finish")
+        elif t.rate is not None and t.rate < fail_under:
+            bad.append(f"{t.module}: kill rate {t.rate:.1f}% is below {fail_under:g}%")
+    return bad
+
+
+# --- the command line --------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nox -s mutants --",
+        description="Mutation testing of the modules listed in mutation.toml.",
+    )
+    p.add_argument("modules", nargs="*", help="modules to run (default: all of them)")
+    p.add_argument(
+        "--changed",
+        metavar="BASE",
+        help="only the modules changed since git BASE (the sample ones when none changed)",
+    )
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run without bubblewrap (tests then see the real network and file system)",
+    )
+    p.add_argument("--report", type=Path, default=ROOT / "mutants-report.md")
+    p.add_argument("--fail-under", type=float, metavar="PERCENT")
+    p.add_argument("--deadline", type=float, default=3 * 3600.0, metavar="SECONDS")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings, modules = load_table()
+        equivalents = load_equivalents()
+        if args.modules and args.changed:
+            raise MutantsError("name modules or give --changed BASE, not both")
+        if args.changed:
+            chosen = select_changed(modules, changed_since(args.changed))
+        elif args.modules:
+            chosen = pick(modules, args.modules)
+        else:
+            chosen = list(modules)
+        sandbox = not args.no_sandbox
+        if sandbox and shutil.which("bwrap") is None:
+            raise MutantsError(
+                "bubblewrap (bwrap) is not installed, and mutants run only inside it: "
+                "install it (Debian/Ubuntu: apt-get install bubblewrap), or pass "
+                "--no-sandbox to run them unconfined"
+            )
+    except MutantsError as exc:
+        print(f"mutants: {exc}", file=sys.stderr)
+        return 2
+
+    started = time.monotonic()
+    deadline = started + args.deadline
+    logs = args.report.resolve().parent / ".mutants-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    by_member: dict[str, list[Module]] = {}
+    for m in chosen:
+        by_member.setdefault(m.distribution, []).append(m)
+    tallies: list[Tally] = []
+    for member, members_modules in by_member.items():
+        names = ", ".join(m.name for m in members_modules)
+        print(f"mutants: {member}: {names} (log in {logs.name}/)", flush=True)
+        results = run_member(
+            member, members_modules, settings, sandbox=sandbox, deadline=deadline, logs=logs
+        )
+        if results is None:
+            tallies += [Tally(m.name, finished=False) for m in members_modules]
+        else:
+            found = tally(results, members_modules, equivalents)
+            tallies += [found[m.name] for m in members_modules]
+    elapsed = time.monotonic() - started
+    command = "nox -s mutants" + ("" if not argv else " -- " + " ".join(argv))
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    report = render(tallies, command=command, when=when, fail_under=args.fail_under)
+    report += f"\nWall time: {elapsed / 60:.1f} min.\n"
+    args.report.write_text(report, encoding="utf-8")
+    print(report)
+    if args.fail_under is not None:
+        bad = failures(tallies, args.fail_under)
+        if bad:
+            print("mutants: FAILED\n  " + "\n  ".join(bad), file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
