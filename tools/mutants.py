@@ -16,10 +16,11 @@ Contracts:
 - the kill rate of a module is detected mutants (killed, timed out, caught by the type
   check) over its mutants minus the ones listed as equivalent (and mutmut's skipped);
   a module without mutants has no rate;
-- ``--fail-under N`` exits non-zero when a module's rate is below ``N`` percent, or a run
-  did not finish (crash or ``--deadline``), naming the module(s);
+- ``--fail-under N`` exits non-zero when a module's rate is below ``N`` percent, or no
+  mutant of it could be checked (mutmut failed, or the deadline came first), naming it;
 - every run has a deadline (``--deadline`` seconds for the whole session); on expiry the
-  sandbox is killed and the modules not finished are reported as such.
+  sandbox is killed, and the mutants checked so far still count (the rest are reported
+  as not checked).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ EQUIVALENTS = ROOT / "mutation-equivalents.toml"
 
 #: mutmut's statuses, grouped as the report counts them.
 DETECTED = {"killed", "timeout", "caught by type check", "segfault"}
-NOT_COUNTED = {"skipped"}
+NOT_COUNTED = {"skipped", "not checked"}
 
 # What the copy of a member leaves out: environments, caches, earlier mutmut runs.
 _IGNORED = shutil.ignore_patterns(
@@ -291,8 +292,9 @@ def run_member(
     sandbox: bool,
     deadline: float,
     logs: Path,
-) -> dict[str, str] | None:
-    """Mutate ``modules`` of one member in a throw-away copy; None if it did not finish."""
+) -> tuple[dict[str, str], bool]:
+    """Mutate ``modules`` of one member in a throw-away copy: mutant name -> status, and
+    whether the run finished before the deadline."""
     with tempfile.TemporaryDirectory(prefix="tether-mutants-") as tmp:
         scratch = Path(tmp)
         (scratch / "home").mkdir()
@@ -302,70 +304,82 @@ def run_member(
         shutil.copy2(ROOT / "pyproject.toml", scratch / "ws" / "pyproject.toml")
         (workdir / "setup.cfg").write_text(mutmut_config(modules, settings), encoding="utf-8")
         log = logs / f"{distribution.replace('/', '-')}.log"
-        script = (
-            f"{sys.executable} -m mutmut run --max-children {settings.jobs} > {log.name} 2>&1;"
-            f" {sys.executable} -m mutmut results --all true > results.txt 2>> {log.name}"
-        )
-        command = sandbox_command(["sh", "-c", script], scratch, workdir, sandbox=sandbox)
+        python = sys.executable
+        run = f"{python} -m mutmut run --max-children {settings.jobs} > {log.name} 2>&1"
+        results = f"{python} -m mutmut results --all true > results.txt 2>> {log.name}"
         remaining = deadline - time.monotonic()
-        finished = remaining > 0 and _run_with_deadline(command, remaining)
+        finished = remaining > 0 and _run_with_deadline(
+            sandbox_command(["sh", "-c", run], scratch, workdir, sandbox=sandbox), remaining
+        )
+        # mutmut records each verdict as it comes: after a deadline, what was checked
+        # still counts (the rest reads "not checked").
+        _run_with_deadline(
+            sandbox_command(["sh", "-c", results], scratch, workdir, sandbox=sandbox), 300
+        )
         if (workdir / log.name).exists():
             shutil.copy2(workdir / log.name, log)
         results_file = workdir / "results.txt"
-        if not finished or not results_file.exists():
-            return None
-        return parse_results(results_file.read_text(encoding="utf-8"))
+        if not results_file.exists():
+            return {}, False
+        return parse_results(results_file.read_text(encoding="utf-8")), finished
 
 
 def _run_with_deadline(command: Sequence[str], seconds: float) -> bool:
-    """Run ``command`` in its own process group; kill the group after ``seconds``."""
+    """Run ``command`` in its own process group, killing the group after ``seconds``;
+    whether it finished in time and succeeded."""
     process = subprocess.Popen(command, start_new_session=True)
     try:
-        process.wait(timeout=seconds)
+        return process.wait(timeout=seconds) == 0
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
         return False
-    return True
 
 
 # --- the report --------------------------------------------------------------------
 
 
 def render(tallies: Iterable[Tally], *, command: str, when: str, fail_under: float | None) -> str:
-    """The Markdown report: one row per module, then the surviving mutants."""
+    """The Markdown report: one row per module, then the mutants not detected."""
     rows = list(tallies)
     lines = [
         f"Mutation run of {when}: `{command}`",
         "",
-        "| module | mutants | killed | timeout | survived | no tests | equivalent | kill rate |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| module | mutants | killed | timeout | survived | no tests | not checked "
+        "| equivalent | kill rate |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for t in rows:
         c = t.counts
-        if not t.finished:
-            lines.append(f"| `{t.module}` | not finished (deadline or crash) ||||||| |")
-            continue
         rate = "—" if t.rate is None else f"{t.rate:.1f}%"
         lines.append(
             f"| `{t.module}` | {t.total} | {c.get('killed', 0)} | {c.get('timeout', 0)} "
-            f"| {c.get('survived', 0)} | {c.get('no tests', 0)} | {t.equivalent} | {rate} |"
+            f"| {c.get('survived', 0)} | {c.get('no tests', 0)} | {c.get('not checked', 0)} "
+            f"| {t.equivalent} | {rate} |"
         )
+    unfinished = [t.module for t in rows if not t.finished]
+    if unfinished:
+        lines += [
+            "",
+            "Not finished (deadline, or mutmut failed: see its log): "
+            + ", ".join(f"`{name}`" for name in unfinished)
+            + "; their rates count the mutants checked.",
+        ]
     if fail_under is not None:
         lines += ["", f"Threshold: every module at least {fail_under:g}%."]
     survivors = [s for t in rows for s in t.survivors]
     if survivors:
-        lines += ["", "Not detected (see each with `mutmut show NAME` in a run's copy):", ""]
+        lines += ["", "Not detected (`mutmut show NAME` in a run's copy shows one):", ""]
         lines += [f"- `{s}`" for s in survivors]
     return "\n".join(lines) + "\n"
 
 
 def failures(tallies: Iterable[Tally], fail_under: float) -> list[str]:
-    """Modules below the threshold, or not finished, as sentences."""
+    """Modules below the threshold, or whose run checked nothing, as sentences."""
     bad = []
     for t in tallies:
-        if not t.finished:
-            bad.append(f"{t.module}: the run did not finish")
+        if t.rate is None and not t.finished:
+            bad.append(f"{t.module}: no mutant was checked (deadline, or mutmut failed)")
         elif t.rate is not None and t.rate < fail_under:
             bad.append(f"{t.module}: kill rate {t.rate:.1f}% is below {fail_under:g}%")
     return bad
@@ -431,14 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for member, members_modules in by_member.items():
         names = ", ".join(m.name for m in members_modules)
         print(f"mutants: {member}: {names} (log in {logs.name}/)", flush=True)
-        results = run_member(
+        results, finished = run_member(
             member, members_modules, settings, sandbox=sandbox, deadline=deadline, logs=logs
         )
-        if results is None:
-            tallies += [Tally(m.name, finished=False) for m in members_modules]
-        else:
-            found = tally(results, members_modules, equivalents)
-            tallies += [found[m.name] for m in members_modules]
+        found = tally(results, members_modules, equivalents)
+        for m in members_modules:
+            found[m.name].finished = finished
+            tallies.append(found[m.name])
     elapsed = time.monotonic() - started
     command = "nox -s mutants" + ("" if not argv else " -- " + " ".join(argv))
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
