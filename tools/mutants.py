@@ -75,9 +75,11 @@ class Module:
 
 @dataclass(frozen=True)
 class Settings:
-    timeout_multiplier: float = 20.0
-    timeout_constant: float = 10.0
+    timeout_multiplier: float = 3.0
+    timeout_constant: float = 5.0
     jobs: int = 2
+    #: member -> pytest node ids left out of its mutation runs.
+    deselect: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -116,9 +118,10 @@ def load_table(path: Path = TABLE) -> tuple[Settings, list[Module]]:
         raise MutantsError(f"cannot read the module table {path.name}: {exc}") from exc
     raw = data.get("settings", {})
     settings = Settings(
-        timeout_multiplier=float(raw.get("timeout_multiplier", 20.0)),
-        timeout_constant=float(raw.get("timeout_constant", 10.0)),
+        timeout_multiplier=float(raw.get("timeout_multiplier", 3.0)),
+        timeout_constant=float(raw.get("timeout_constant", 5.0)),
         jobs=int(raw.get("jobs", 2)),
+        deselect={k: tuple(v) for k, v in data.get("deselect", {}).items()},
     )
     modules = []
     for i, entry in enumerate(data.get("module", [])):
@@ -233,14 +236,19 @@ def _needed_under(home: Path) -> list[Path]:
 
 
 def mutmut_config(modules: Sequence[Module], settings: Settings) -> str:
-    """The ``setup.cfg`` section that points mutmut at ``modules`` of one member."""
-    only = "\n    ".join(m.path for m in modules)
+    """The ``setup.cfg`` section that points mutmut at ``modules`` of one member (all of
+    the same member). mutmut reads a list as one item per line."""
+    only = "".join(f"\n    {m.path}" for m in modules)
+    pytest_args = ["-p", "no:cacheprovider", "-q"]
+    for node in settings.deselect.get(modules[0].distribution, ()):
+        pytest_args += ["--deselect", node]
+    args = "".join(f"\n    {arg}" for arg in pytest_args)
     return (
         "[mutmut]\n"
         "source_paths = src\n"
-        f"only_mutate =\n    {only}\n"
+        f"only_mutate ={only}\n"
         "pytest_add_cli_args_test_selection = tests\n"
-        "pytest_add_cli_args = -p no:cacheprovider -q\n"
+        f"pytest_add_cli_args ={args}\n"
         f"timeout_multiplier = {settings.timeout_multiplier}\n"
         f"timeout_constant = {settings.timeout_constant}\n"
         "use_git_change_detection = false\n"
@@ -305,7 +313,9 @@ def run_member(
         (workdir / "setup.cfg").write_text(mutmut_config(modules, settings), encoding="utf-8")
         log = logs / f"{distribution.replace('/', '-')}.log"
         python = sys.executable
-        run = f"{python} -m mutmut run --max-children {settings.jobs} > {log.name} 2>&1"
+        # Naming the modules' mutants limits mutmut's clean run to the tests that reach them.
+        patterns = " ".join(f"'{m.name}.*'" for m in modules)
+        run = f"{python} -m mutmut run --max-children {settings.jobs} {patterns} > {log.name} 2>&1"
         results = f"{python} -m mutmut results --all true > results.txt 2>> {log.name}"
         remaining = deadline - time.monotonic()
         finished = remaining > 0 and _run_with_deadline(
