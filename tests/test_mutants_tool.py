@@ -103,3 +103,13 @@ def test_the_sandbox_has_no_network_a_fresh_home_and_a_read_only_root(tmp_path: 
     assert ["--bind", str(tmp_path), str(tmp_path)] == command[
         command.index("--bind") : command.index("--bind") + 3
     ]
+
+
+def test_mutmut_is_pointed_at_the_modules_and_told_each_test_to_leave_out() -> None:
+    chosen = mutants.pick(MODULES, ["tether.guard", "tether.depth"])
+    settings = mutants.Settings(deselect={"core": ("tests/test_a.py::test_b",)})
+    lines = mutants.mutmut_config(chosen, settings).splitlines()
+    assert "    src/tether/guard.py" in lines and "    src/tether/depth.py" in lines
+    i = lines.index("    --deselect")  # one argument per line: mutmut splits lists there
+    assert lines[i + 1] == "    tests/test_a.py::test_b"
+    assert "    src/tether/approvals.py" not in lines

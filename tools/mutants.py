@@ -315,12 +315,18 @@ def run_member(
         python = sys.executable
         # Naming the modules' mutants limits mutmut's clean run to the tests that reach them.
         patterns = " ".join(f"'{m.name}.*'" for m in modules)
-        run = f"{python} -m mutmut run --max-children {settings.jobs} {patterns} > {log.name} 2>&1"
+        run = f"{python} -m mutmut run --max-children {settings.jobs} {patterns} >> {log.name} 2>&1"
         results = f"{python} -m mutmut results --all true > results.txt 2>> {log.name}"
-        remaining = deadline - time.monotonic()
-        finished = remaining > 0 and _run_with_deadline(
-            sandbox_command(["sh", "-c", run], scratch, workdir, sandbox=sandbox), remaining
-        )
+        for attempt in (1, 2):
+            remaining = deadline - time.monotonic()
+            finished = remaining > 0 and _run_with_deadline(
+                sandbox_command(["sh", "-c", run], scratch, workdir, sandbox=sandbox), remaining
+            )
+            if finished or attempt == 2 or not _failed_before_mutating(workdir / log.name):
+                break
+            # mutmut's first runs of the whole suite stop at one failure: on a loaded
+            # machine that can be a test's timing, so they get one more try.
+            print(f"mutants: {distribution}: the clean test run failed; trying once more")
         # mutmut records each verdict as it comes: after a deadline, what was checked
         # still counts (the rest reads "not checked").
         _run_with_deadline(
@@ -332,6 +338,12 @@ def run_member(
         if not results_file.exists():
             return {}, False
         return parse_results(results_file.read_text(encoding="utf-8")), finished
+
+
+def _failed_before_mutating(log: Path) -> bool:
+    """Whether mutmut's log shows a failure of the clean suite (before any mutant ran)."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    return "failed to collect stats" in text or "Failed to run clean test" in text
 
 
 def _run_with_deadline(command: Sequence[str], seconds: float) -> bool:
