@@ -80,6 +80,8 @@ class Settings:
     jobs: int = 2
     #: member -> pytest node ids left out of its mutation runs.
     deselect: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: member -> files of the workspace's ``tests/`` copied into its tests for the run.
+    extra_tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,7 +124,11 @@ def load_table(path: Path = TABLE) -> tuple[Settings, list[Module]]:
         timeout_constant=float(raw.get("timeout_constant", 5.0)),
         jobs=int(raw.get("jobs", 2)),
         deselect={k: tuple(v) for k, v in data.get("deselect", {}).items()},
+        extra_tests={k: tuple(v) for k, v in data.get("extra_tests", {}).items()},
     )
+    for extra in (name for names in settings.extra_tests.values() for name in names):
+        if not (ROOT / "tests" / extra).is_file():
+            raise MutantsError(f"{path.name}: extra test {extra!r} is not a file of tests/")
     modules = []
     for i, entry in enumerate(data.get("module", [])):
         missing = {"name", "distribution", "path"} - entry.keys()
@@ -310,6 +316,11 @@ def run_member(
         shutil.copytree(ROOT / distribution, workdir, ignore=_IGNORED)
         # pytest's settings (asyncio mode, import mode) live in the root pyproject.
         shutil.copy2(ROOT / "pyproject.toml", scratch / "ws" / "pyproject.toml")
+        # mutmut runs only the tests inside the member; some of the member's behaviour is
+        # checked by the workspace's cross-package tests, copied in under a prefix.
+        for extra in settings.extra_tests.get(distribution, ()):
+            source = ROOT / "tests" / extra
+            shutil.copy2(source, workdir / "tests" / f"test_workspace_{source.name}")
         (workdir / "setup.cfg").write_text(mutmut_config(modules, settings), encoding="utf-8")
         log = logs / f"{distribution.replace('/', '-')}.log"
         python = sys.executable
