@@ -26,6 +26,7 @@ Contracts:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shutil
@@ -437,6 +438,9 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run without bubblewrap (tests then see the real network and file system)",
     )
+    p.add_argument(
+        "--jobs", type=int, metavar="N", help="mutants checked at once (default: mutation.toml's)"
+    )
     p.add_argument("--report", type=Path, default=ROOT / "mutants-report.md")
     p.add_argument("--fail-under", type=float, metavar="PERCENT")
     p.add_argument("--deadline", type=float, default=3 * 3600.0, metavar="SECONDS")
@@ -447,6 +451,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings, modules = load_table()
+        if args.jobs is not None:
+            if args.jobs < 1:
+                raise MutantsError(f"--jobs must be at least 1, not {args.jobs}")
+            settings = dataclasses.replace(settings, jobs=args.jobs)
         equivalents = load_equivalents()
         if args.modules and args.changed:
             raise MutantsError("name modules or give --changed BASE, not both")
