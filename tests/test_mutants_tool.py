@@ -81,8 +81,25 @@ def test_equivalent_mutants_leave_the_rate_and_survivors_are_listed() -> None:
         "tether.depth.x_a__mutmut_2: survived",
         "tether.depth.x_b__mutmut_2: no tests",
     ]
-    assert mutants.failures([t], 90.0) == ["tether.depth: kill rate 50.0% is below 90%"]
-    assert mutants.failures([t], 50.0) == []
+    assert mutants.failures([t], {"tether.depth": 90.0}) == [
+        "tether.depth: kill rate 50.0% is below 90%"
+    ]
+    assert mutants.failures([t], {"tether.depth": 50.0}) == []
+    assert mutants.failures([t], {}) == []
+
+
+def test_a_module_is_held_to_its_floor_where_it_has_one() -> None:
+    low = mutants.Module("a.low", "core", "src/a/low.py", floor=40.0)
+    plain = mutants.Module("a.plain", "core", "src/a/plain.py")
+    assert mutants.thresholds_for([low, plain], 90.0, floors=True) == {
+        "a.low": 40.0,
+        "a.plain": 90.0,
+    }
+    assert mutants.thresholds_for([low, plain], 90.0, floors=False) == {
+        "a.low": 90.0,
+        "a.plain": 90.0,
+    }
+    assert mutants.thresholds_for([low, plain], None, floors=True) == {"a.low": 40.0}
 
 
 def test_without_bubblewrap_the_run_is_refused_unless_no_sandbox_is_named(

@@ -16,7 +16,8 @@ Contracts:
 - the kill rate of a module is detected mutants (killed, timed out, caught by the type
   check) over its mutants minus the ones listed as equivalent (and mutmut's skipped);
   a module without mutants has no rate;
-- ``--fail-under N`` exits non-zero when a module's rate is below ``N`` percent, or no
+- ``--fail-under N`` exits non-zero when a module's rate is below ``N`` percent (below
+  its own ``floor`` in ``mutation.toml`` instead, where it has one, with ``--floors``), or no
   mutant of it could be checked (mutmut failed, or the deadline came first), naming it;
 - every run has a deadline (``--deadline`` seconds for the whole session); on expiry the
   sandbox is killed, and the mutants checked so far still count (the rest are reported
@@ -67,6 +68,8 @@ class Module:
     distribution: str
     path: str
     sample: bool = False
+    #: the kill rate (percent) under which ``--floors`` fails the run.
+    floor: float | None = None
 
     @property
     def repo_path(self) -> str:
@@ -138,8 +141,15 @@ def load_table(path: Path = TABLE) -> tuple[Settings, list[Module]]:
                 f"{path.name}: [[module]] number {i + 1} lacks {', '.join(sorted(missing))}; "
                 "each module needs name, distribution and path"
             )
+        floor = entry.get("floor")
         modules.append(
-            Module(entry["name"], entry["distribution"], entry["path"], bool(entry.get("sample")))
+            Module(
+                entry["name"],
+                entry["distribution"],
+                entry["path"],
+                bool(entry.get("sample")),
+                None if floor is None else float(floor),
+            )
         )
     return settings, modules
 
@@ -259,6 +269,10 @@ def mutmut_config(modules: Sequence[Module], settings: Settings) -> str:
         f"timeout_multiplier = {settings.timeout_multiplier}\n"
         f"timeout_constant = {settings.timeout_constant}\n"
         "use_git_change_detection = false\n"
+        # Workers fork from a server that has only collected the tests: forked from the
+        # process that ran the whole suite, they inherit its dead worker threads, and a
+        # mutant whose failure path waits on one hung until its deadline.
+        "process_isolation = forkserver\n"
     )
 
 
@@ -373,7 +387,9 @@ def _run_with_deadline(command: Sequence[str], seconds: float) -> bool:
 # --- the report --------------------------------------------------------------------
 
 
-def render(tallies: Iterable[Tally], *, command: str, when: str, fail_under: float | None) -> str:
+def render(
+    tallies: Iterable[Tally], *, command: str, when: str, thresholds: dict[str, float]
+) -> str:
     """The Markdown report: one row per module, then the mutants not detected."""
     rows = list(tallies)
     lines = [
@@ -399,8 +415,13 @@ def render(tallies: Iterable[Tally], *, command: str, when: str, fail_under: flo
             + ", ".join(f"`{name}`" for name in unfinished)
             + "; their rates count the mutants checked.",
         ]
-    if fail_under is not None:
-        lines += ["", f"Threshold: every module at least {fail_under:g}%."]
+    if thresholds:
+        lines += [
+            "",
+            "Thresholds: "
+            + ", ".join(f"`{name}` {value:g}%" for name, value in thresholds.items())
+            + ".",
+        ]
     survivors = [s for t in rows for s in t.survivors]
     if survivors:
         lines += ["", "Not detected (`mutmut show NAME` in a run's copy shows one):", ""]
@@ -408,15 +429,31 @@ def render(tallies: Iterable[Tally], *, command: str, when: str, fail_under: flo
     return "\n".join(lines) + "\n"
 
 
-def failures(tallies: Iterable[Tally], fail_under: float) -> list[str]:
-    """Modules below the threshold, or whose run checked nothing, as sentences."""
+def failures(tallies: Iterable[Tally], thresholds: dict[str, float]) -> list[str]:
+    """Modules below their threshold, or whose run checked nothing, as sentences."""
     bad = []
     for t in tallies:
+        if t.module not in thresholds:
+            continue
+        least = thresholds[t.module]
         if t.rate is None and not t.finished:
             bad.append(f"{t.module}: no mutant was checked (deadline, or mutmut failed)")
-        elif t.rate is not None and t.rate < fail_under:
-            bad.append(f"{t.module}: kill rate {t.rate:.1f}% is below {fail_under:g}%")
+        elif t.rate is not None and t.rate < least:
+            bad.append(f"{t.module}: kill rate {t.rate:.1f}% is below {least:g}%")
     return bad
+
+
+def thresholds_for(
+    modules: Iterable[Module], fail_under: float | None, floors: bool
+) -> dict[str, float]:
+    """Each module's threshold: its floor with ``floors`` (where it has one), else
+    ``fail_under``; modules with neither are not held to any."""
+    found = {}
+    for m in modules:
+        least = m.floor if floors and m.floor is not None else fail_under
+        if least is not None:
+            found[m.name] = least
+    return found
 
 
 # --- the command line --------------------------------------------------------------
@@ -442,13 +479,21 @@ def parser() -> argparse.ArgumentParser:
         "--jobs", type=int, metavar="N", help="mutants checked at once (default: mutation.toml's)"
     )
     p.add_argument("--report", type=Path, default=ROOT / "mutants-report.md")
-    p.add_argument("--fail-under", type=float, metavar="PERCENT")
+    p.add_argument("--fail-under", type=float, metavar="PERCENT", help="least kill rate")
+    p.add_argument(
+        "--floors",
+        action="store_true",
+        help="hold each module to its floor in mutation.toml (else to --fail-under)",
+    )
     p.add_argument("--deadline", type=float, default=3 * 3600.0, metavar="SECONDS")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    # Stopped, the session still removes its copies (and bubblewrap, --die-with-parent,
+    # takes the sandboxed run down with it).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         settings, modules = load_table()
         if args.jobs is not None:
@@ -496,15 +541,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     command = "nox -s mutants" + ("" if not argv else " -- " + " ".join(argv))
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    report = render(tallies, command=command, when=when, fail_under=args.fail_under)
+    thresholds = thresholds_for(chosen, args.fail_under, args.floors)
+    report = render(tallies, command=command, when=when, thresholds=thresholds)
     report += f"\nWall time: {elapsed / 60:.1f} min.\n"
     args.report.write_text(report, encoding="utf-8")
     print(report)
-    if args.fail_under is not None:
-        bad = failures(tallies, args.fail_under)
-        if bad:
-            print("mutants: FAILED\n  " + "\n  ".join(bad), file=sys.stderr)
-            return 1
+    bad = failures(tallies, thresholds)
+    if bad:
+        print("mutants: FAILED\n  " + "\n  ".join(bad), file=sys.stderr)
+        return 1
     return 0
 
 
