@@ -130,3 +130,13 @@ def test_mutmut_is_pointed_at_the_modules_and_told_each_test_to_leave_out() -> N
     i = lines.index("    --deselect")  # one argument per line: mutmut splits lists there
     assert lines[i + 1] == "    tests/test_a.py::test_b"
     assert "    src/tether/approvals.py" not in lines
+
+
+def test_unconfined_runs_still_get_an_emptied_environment_and_a_fresh_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_TEST_SECRET", "sk-canary")
+    command = mutants.sandbox_command(["true"], tmp_path, tmp_path / "ws", sandbox=False)
+    assert command[:2] == ["env", "-i"] and command[-1] == "true"
+    assert f"HOME={tmp_path / 'home'}" in command
+    assert not any("sk-canary" in part for part in command)

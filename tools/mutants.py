@@ -346,7 +346,9 @@ def run_member(
         for attempt in (1, 2):
             remaining = deadline - time.monotonic()
             finished = remaining > 0 and _run_with_deadline(
-                sandbox_command(["sh", "-c", run], scratch, workdir, sandbox=sandbox), remaining
+                sandbox_command(["sh", "-c", run], scratch, workdir, sandbox=sandbox),
+                remaining,
+                workdir,
             )
             if finished or attempt == 2 or not _failed_before_mutating(workdir / log.name):
                 break
@@ -356,7 +358,9 @@ def run_member(
         # mutmut records each verdict as it comes: after a deadline, what was checked
         # still counts (the rest reads "not checked").
         _run_with_deadline(
-            sandbox_command(["sh", "-c", results], scratch, workdir, sandbox=sandbox), 300
+            sandbox_command(["sh", "-c", results], scratch, workdir, sandbox=sandbox),
+            300,
+            workdir,
         )
         if (workdir / log.name).exists():
             shutil.copy2(workdir / log.name, log)
@@ -372,10 +376,10 @@ def _failed_before_mutating(log: Path) -> bool:
     return "failed to collect stats" in text or "Failed to run clean test" in text
 
 
-def _run_with_deadline(command: Sequence[str], seconds: float) -> bool:
+def _run_with_deadline(command: Sequence[str], seconds: float, cwd: Path) -> bool:
     """Run ``command`` in its own process group, killing the group after ``seconds``;
     whether it finished in time and succeeded."""
-    process = subprocess.Popen(command, start_new_session=True)
+    process = subprocess.Popen(command, cwd=cwd, start_new_session=True)
     try:
         return process.wait(timeout=seconds) == 0
     except subprocess.TimeoutExpired:
