@@ -12,6 +12,10 @@
 ``docs``
     Builds the documentation site (MkDocs, ``mkdocs.yml``) into ``site/`` with warnings as
     errors, then runs the documentation's code (``tests/test_docs_examples.py``).
+``mutants``
+    Mutation testing (mutmut, inside bubblewrap) of the modules ``mutation.toml`` lists;
+    ``nox -s mutants -- MODULE...`` for some of them, ``-- --changed BASE`` for those
+    changed since a git base, ``-- --help`` for the rest (``tools/mutants.py``).
 ``bench``
     Runs the benchmarks under ``bench/`` (those that need a data set, ``*_eval.py``,
     only when named: ``nox -s bench -- bench/scifact_eval.py DATA_DIR``).
@@ -104,3 +108,9 @@ def bench(session: nox.Session) -> None:
     for script in sorted((ROOT / "bench").glob("*.py")):
         if not script.name.endswith("_eval.py"):
             session.run("python", str(script.relative_to(ROOT)))
+
+
+@nox.session(venv_backend="none")
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of the guarantee modules in mutation.toml (see tools/mutants.py)."""
+    session.run("python", str(ROOT / "tools" / "mutants.py"), *session.posargs)
