@@ -217,7 +217,11 @@ async def test_a_run_outside_tools_has_depth_zero_around_it() -> None:
     with tether.depth.tool_depth(5), pytest.raises(DepthExceeded) as info:
         tether.depth.check_run_depth(5)
     assert info.value.depth == 6 and info.value.limit == "depth"
+    assert info.value.max_depth == 5  # a caller can tell how deep it may go
     assert tether.depth.run_depth() == 0
+    with tether.depth.tool_depth(4):  # exactly at the limit: allowed
+        assert tether.depth.check_run_depth(5) == 5
+    assert tether.depth.check_run_depth() == 1  # the default limit allows a first run
 
 
 def test_secret_values_of_the_agents_env_are_redacted_from_tool_output() -> None:
