@@ -28,7 +28,7 @@ from tether.provider import ModelResponse, ProviderEvent, ToolCallReady
 
 from ..history import assistant_response, parse_arguments
 
-__all__ = ["ChatAssembler", "chat_usage"]
+__all__ = ["ChatAssembler", "chat_usage", "completion_chunks"]
 
 _FINISH = {
     "stop": StopReason.END_TURN,
@@ -198,3 +198,42 @@ def chat_usage(raw: Any) -> Usage:
         cache_write_tokens=(getattr(prompt, "cache_write_tokens", None) or 0) if prompt else 0,
         reasoning_tokens=(getattr(completion, "reasoning_tokens", None) or 0) if completion else 0,
     )
+
+
+def completion_chunks(completion: Any) -> list[Any]:
+    """An unstreamed ``ChatCompletion`` as the chunks a stream of it would have carried
+    (one delta with the whole message, then the usage), for :class:`ChatAssembler`."""
+    from openai.types.chat import ChatCompletionChunk
+
+    base = {
+        "id": completion.id or "chatcmpl",
+        "object": "chat.completion.chunk",
+        "created": completion.created or 0,
+        "model": completion.model or "",
+    }
+    chunks: list[Any] = []
+    for choice in completion.choices[:1]:
+        message = choice.message.model_dump(exclude_none=True)
+        message.pop("role", None)
+        calls = message.pop("tool_calls", None) or []
+        for index, call in enumerate(calls):
+            call["index"] = index
+        if calls:
+            message["tool_calls"] = calls
+        chunks.append(
+            ChatCompletionChunk.model_validate(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": message,
+                            "finish_reason": choice.finish_reason or "stop",
+                        }
+                    ],
+                }
+            )
+        )
+    usage = completion.usage.model_dump() if completion.usage is not None else None
+    chunks.append(ChatCompletionChunk.model_validate({**base, "choices": [], "usage": usage}))
+    return chunks
