@@ -21,6 +21,7 @@ from mcp import types
 
 from tether.errors import ToolError
 
+from .client_features import ClientFeatures
 from .errors import ServerUnavailable
 from .settings import ServerSettings
 
@@ -41,6 +42,8 @@ class ServerConnection:
     :param log_dir: where a stdio server's stderr goes (``NAME.log``), so it does not
         mix with the agent's output.
     :param oauth_dir: where OAuth tokens are kept for HTTP servers with ``oauth = true``.
+    :param features: how sampling, elicitation and roots requests are answered (see
+        :mod:`tether_mcp.client_features`); the server sees those capabilities.
     """
 
     def __init__(
@@ -50,8 +53,12 @@ class ServerConnection:
         *,
         log_dir: Path | None = None,
         oauth_dir: Path | None = None,
+        features: ClientFeatures | None = None,
     ) -> None:
         self.name = name
+        self.features = features if features is not None else ClientFeatures()
+        self.calling: list[Path] = []
+        """Workspaces of the runs calling the server now (its roots while they do)."""
         self.settings = settings
         self.log_dir = log_dir
         self.oauth_dir = oauth_dir
@@ -114,8 +121,10 @@ class ServerConnection:
         *,
         progress: ProgressCallback | None = None,
         read_timeout: float | None = None,
+        cwd: Path | None = None,
     ) -> types.CallToolResult:
         """Call ``tool``; a server that is gone or fails raises :class:`ToolError`.
+        ``cwd`` is the calling run's workspace, offered as a root while the call runs.
 
         Cancelling the awaiting task (a cancelled run, a timeout) cancels the request,
         which the SDK announces to the server with ``notifications/cancelled``.
@@ -127,6 +136,8 @@ class ServerConnection:
         task = asyncio.current_task()
         assert task is not None
         self._inflight.add(task)
+        if cwd is not None:
+            self.calling.append(cwd)
         try:
             return await self._call(client, tool, arguments, progress, read_timeout)
         except asyncio.CancelledError:
@@ -142,6 +153,8 @@ class ServerConnection:
         finally:
             self._inflight.discard(task)
             self._aborted.pop(task, None)
+            if cwd is not None:
+                self.calling.remove(cwd)
 
     async def _call(
         self,
@@ -266,6 +279,9 @@ class ServerConnection:
         common: dict[str, Any] = {
             "message_handler": self._on_message,
             "client_info": types.Implementation(name="tether", version=_version()),
+            "sampling_callback": self._on_sampling,
+            "elicitation_callback": self._on_elicitation,
+            "list_roots_callback": self._on_list_roots,
         }
         if settings.command is not None:
             import os
@@ -319,6 +335,21 @@ class ServerConnection:
         elif isinstance(message, Exception):
             log.debug("MCP server %s: transport error: %s", self.name, _describe(message))
 
+    async def _on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await self.features.sample(self.name, params)
+
+    async def _on_elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return await self.features.elicitation(self.name, params)
+
+    async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        roots = self.settings.cwd
+        fallback = [roots] if roots is not None else []
+        return self.features.list_roots(self.calling or fallback)
+
     async def _relist_now(self) -> None:
         """List the tools as soon as the server says they changed, so the next turn
         offers the new list without waiting for a round trip."""
@@ -342,6 +373,7 @@ class ServerConnection:
             cursor = page.next_cursor
             if cursor is None:
                 break
+        tools = [t for t in tools if not _needs_tasks(t)]
         allowed = self.settings.tools
         if allowed is not None:
             tools = [t for t in tools if t.name in allowed]
@@ -423,6 +455,13 @@ class ServerConnection:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._errlog = open(self._log_path(), "a", encoding="utf-8")  # noqa: SIM115
         return self._errlog
+
+
+def _needs_tasks(tool: types.Tool) -> bool:
+    """Whether ``tool`` can only be called as a task (``execution.taskSupport:
+    "required"``), which tether does not do: offering it would only fail (-32601)."""
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -54,7 +54,12 @@ class McpTool(Tool):
             async def progress(value: float, total: float | None, message: str | None) -> None:
                 report(value, total, message)
 
-        result = await self.connection.call(self.remote_name, dict(arguments), progress=progress)
+        result = await self.connection.call(
+            self.remote_name,
+            dict(arguments),
+            progress=progress,
+            cwd=context.cwd if context is not None else None,
+        )
         return to_blocks(result)
 
 
