@@ -269,3 +269,23 @@ async def test_refused_loopback_server_fails_at_once_naming_base_url_and_variabl
     message = str(info.value)
     assert url in message and "LLAMACPP_BASE_URL" in message and "base_url" in message
     assert sleep.delays == []
+
+
+async def test_a_stream_without_usage_gets_an_estimate_labelled_as_such() -> None:
+    with FakeServer() as server:
+        server.queue(
+            llamacpp_stream({"content": "Hello there, friend."}, finish="stop", usage=False)
+        )
+        result = await local_agent("llamacpp/qwen", server).run("Say hello to me, please.")
+    assert result.usage.estimated is True
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
+    assert result.messages[-1].meta.usage is not None
+    assert result.messages[-1].meta.usage.estimated is True
+
+
+async def test_reported_usage_is_not_labelled_estimated() -> None:
+    with FakeServer() as server:
+        server.queue(llamacpp_stream({"content": "Hi."}, finish="stop"))
+        result = await local_agent("llamacpp/qwen", server).run("Hi")
+    assert result.usage.input_tokens == 41 and result.usage.estimated is None
+    assert "estimated" not in result.messages[-1].to_json()

@@ -153,7 +153,7 @@ class OpenAIProvider(BaseProvider):
                 assembler = ResponsesAssembler(model_string, errors)
                 sdk_stream: Any = await client.responses.create(**params)
             elif not streamed:
-                assembler = ChatAssembler(model_string, self.profile.label)
+                assembler = ChatAssembler(model_string, self.profile.label, request)
                 completion = await client.chat.completions.create(**params)
                 for chunk in completion_chunks(completion):
                     for event in assembler.feed(chunk):
@@ -161,7 +161,7 @@ class OpenAIProvider(BaseProvider):
                 yield assembler.finish()
                 return
             else:
-                assembler = ChatAssembler(model_string, self.profile.label)
+                assembler = ChatAssembler(model_string, self.profile.label, request)
                 sdk_stream = await client.chat.completions.create(**params)
             try:
                 feed = assembler.feed

@@ -24,7 +24,7 @@ from tether.messages import (
     ToolCallBlock,
     Usage,
 )
-from tether.provider import ModelResponse, ProviderEvent, ToolCallReady
+from tether.provider import ModelRequest, ModelResponse, ProviderEvent, ToolCallReady
 
 from ..history import assistant_response, parse_arguments
 
@@ -67,12 +67,14 @@ class ChatAssembler:
         "_label",
         "_model_string",
         "_refusal",
+        "_request",
         "_text",
         "_thinking",
         "_usage",
     )
 
-    def __init__(self, model_string: str, label: str) -> None:
+    def __init__(self, model_string: str, label: str, request: ModelRequest | None = None) -> None:
+        self._request = request
         self._model_string = model_string
         self._label = label
         self._text: list[str] = []
@@ -181,8 +183,24 @@ class ChatAssembler:
             stop = StopReason.REFUSAL
         elif calls and stop is StopReason.END_TURN:
             stop = StopReason.TOOL_USE
-        usage = chat_usage(self._usage)
+        if self._usage is None and self._request is not None:
+            usage = estimated_usage(self._request, blocks)
+        else:
+            usage = chat_usage(self._usage)
         return assistant_response(blocks, stop, usage, self._model_string)
+
+
+def estimated_usage(request: ModelRequest, blocks: list[Block]) -> Usage:
+    """tether's estimate of a response's usage, marked ``estimated``: for servers that
+    stream no usage (some local servers ignore ``stream_options.include_usage``)."""
+    from tether.messages import Message
+    from tether.tokens import estimate_message, estimate_request
+
+    return Usage(
+        input_tokens=estimate_request(request.system, request.tools, request.messages),
+        output_tokens=estimate_message(Message(role="assistant", content=blocks)),
+        estimated=True,
+    )
 
 
 def chat_usage(raw: Any) -> Usage:
