@@ -104,12 +104,42 @@ class OpenAIProvider(BaseProvider):
         return caps.updated(overrides) if overrides else caps
 
     def catalogue(self) -> Sequence[ModelInfo]:
-        return [
+        """The known models; for a keyless server (llama.cpp, Ollama, vLLM, ...) also the
+        models it serves (``GET /models``, when it answers within a couple of seconds)."""
+        listed = [
             replace(info, capabilities=self._catalogued(info.id))
             if info.id in self._base_model
             else info
             for info in super().catalogue()
         ]
+        if self.profile.models or self.profile.key_required or self.profile.azure:
+            return listed
+        known = {info.id for info in listed}
+        served = [
+            ModelInfo(
+                id=model_id,
+                capabilities=self.capabilities(model_id),
+                description=f"served by {self._connection.endpoint}",
+            )
+            for model_id in self._served_models()
+            if model_id not in known
+        ]
+        return [*listed, *served]
+
+    def _served_models(self) -> list[str]:
+        """The ids the server lists at ``GET /models``; none if it does not answer."""
+        from openai import OpenAI
+
+        try:
+            with OpenAI(
+                api_key=self._connection.require_key(),
+                base_url=self._connection.endpoint,
+                timeout=2.0,
+                max_retries=0,
+            ) as client:
+                return [model.id for model in client.models.list()]
+        except Exception:  # not running, or no /models endpoint: nothing to add
+            return []
 
     def capabilities(self, model: str) -> ModelCapabilities:
         caps = self._catalogued(model)
