@@ -207,9 +207,8 @@ def list_models(
 
 
 def _check(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
-    from .key_check import check_keys, checked_providers
-
     from ..errors import ConfigError
+    from .key_check import check_keys, checked_providers
 
     try:
         names = checked_providers(state, providers)
