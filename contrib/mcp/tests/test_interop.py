@@ -239,3 +239,70 @@ async def test_an_image_read_through_server_filesystem_is_one_image_block(
     blocks = to_blocks(result)  # ... the model sees it once
     assert [type(b) for b in blocks] == [ImageBlock]
     assert base64.b64decode(blocks[0].data or "") == png
+
+
+async def test_resources_and_prompts_reach_the_model_as_tools() -> None:
+    model = ScriptedProvider(
+        [
+            Reply(
+                tool_calls=[
+                    call(
+                        "everything__read_resource",
+                        uri="demo://resource/static/document/features.md",
+                    ),
+                    call("everything__get_prompt", name="args-prompt", arguments={"city": "Oslo"}),
+                ]
+            ),
+            Reply("ok"),
+        ]
+    )
+    toolset = McpToolset(everything(ClientFeatures()))
+    agent = tether.Agent(model, tools=[toolset], config=tether.Config())
+    try:
+        result = await agent.run("look")
+    finally:
+        await agent.aclose()
+    offered = {d.name: d for d in model.requests[0].tools}
+    assert "demo://resource/static/document/features.md" in (
+        offered["everything__read_resource"].description
+    )
+    assert "args-prompt(city, state)" in offered["everything__get_prompt"].description
+    resource, prompt = [r for m in result.messages if m.role == "tool" for r in m.tool_results]
+    assert not resource.is_error and "#" in resource.text  # the markdown document
+    assert not prompt.is_error and "Oslo" in prompt.text and prompt.text.startswith("user:")
+
+
+def test_the_cli_lists_and_reads_resources_and_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from tether.cli import cli
+
+    config = tmp_path / "tether.toml"
+    config.write_text(
+        "[mcp.servers.everything]\n"
+        f"command = {json.dumps(str(BIN / 'mcp-server-everything'))}\n"
+        'args = ["stdio"]\n'
+    )
+    monkeypatch.setenv("TETHER_CONFIG", str(config))
+    monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path / "data"))
+    runner = CliRunner()
+
+    listed = runner.invoke(cli, ["mcp", "resources", "everything"], catch_exceptions=False)
+    assert listed.exit_code == 0, listed.output
+    assert "demo://resource/static/document/features.md  text/markdown" in listed.output
+    read = runner.invoke(
+        cli,
+        ["mcp", "resources", "everything", "demo://resource/static/document/features.md"],
+        catch_exceptions=False,
+    )
+    assert read.exit_code == 0 and read.output.lstrip().startswith("#")
+    prompts = runner.invoke(cli, ["mcp", "prompts", "everything"], catch_exceptions=False)
+    assert "args-prompt(city, state?)" in prompts.output
+    got = runner.invoke(
+        cli,
+        ["mcp", "prompts", "everything", "args-prompt", '{"city": "Oslo"}'],
+        catch_exceptions=False,
+    )
+    assert got.exit_code == 0 and "Oslo" in got.output

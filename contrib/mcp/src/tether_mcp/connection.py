@@ -190,6 +190,76 @@ class ServerConnection:
         self._failures = 0
         return result
 
+    # -- resources and prompts -------------------------------------------------------------
+    @property
+    def offers(self) -> tuple[bool, bool]:
+        """Whether the connected server offers (resources, prompts)."""
+        client = self.sdk_client
+        if client is None:
+            return False, False
+        caps = client.server_capabilities
+        return caps.resources is not None, caps.prompts is not None
+
+    async def list_resources(self) -> list[types.Resource]:
+        """The server's resources (none if it offers none); raises :class:`ToolError`."""
+        client = await self._feature_client()
+        if not self.offers[0]:
+            return []
+        items: list[types.Resource] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._ask(client.list_resources(cursor=cursor), "listing its resources")
+            items.extend(page.resources)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return items
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """The contents of resource ``uri``; raises :class:`ToolError`."""
+        client = await self._feature_client()
+        result: types.ReadResourceResult = await self._ask(
+            client.read_resource(uri), f"reading {uri}"
+        )
+        return result
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        """The server's prompts (none if it offers none); raises :class:`ToolError`."""
+        client = await self._feature_client()
+        if not self.offers[1]:
+            return []
+        items: list[types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._ask(client.list_prompts(cursor=cursor), "listing its prompts")
+            items.extend(page.prompts)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return items
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """Prompt ``name`` filled in with ``arguments``; raises :class:`ToolError`."""
+        client = await self._feature_client()
+        result: types.GetPromptResult = await self._ask(
+            client.get_prompt(name, arguments), f"getting prompt {name!r}"
+        )
+        return result
+
+    async def _feature_client(self) -> Any:
+        try:
+            return await self._connected_client()
+        except ServerUnavailable as exc:
+            raise ToolError(str(exc)) from exc
+
+    async def _ask(self, request: Awaitable[Any], what: str) -> Any:
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return await request
+        except MCPError as exc:
+            raise ToolError(f"The MCP server `{self.name}` failed {what}: {exc}") from exc
+
     async def aclose(self) -> None:
         """Stop the server (or close the connection). Safe to call more than once."""
         if self._loop is not None and self._loop is not _running_loop():
