@@ -34,6 +34,7 @@ PUBLIC_MODULES = (
     "tether.sessions",
     "tether.sessions.versioned",
     "tether.testing",
+    "tether.tokens",
     "tether.tool_execution",
     "tether.tools",
 )

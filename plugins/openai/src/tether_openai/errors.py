@@ -71,6 +71,9 @@ class ErrorContext:
     """What a 401 rejected when it is not an API key (``"the Microsoft Entra ID token"``)."""
     base_url_env: str | None = None
     """The variable that sets the base URL, named when the server cannot be reached."""
+    local_server: bool = False
+    """A server the user runs themselves (llama.cpp, Ollama, ...): a refused connection
+    to it on this machine fails at once instead of being retried."""
 
     def clean(self, text: str) -> str:
         if self.secret:
@@ -140,7 +143,7 @@ def translate(exc: BaseException, ctx: ErrorContext) -> ProviderError:
         )
     if isinstance(exc, openai.APIConnectionError) or _is_transport(exc, "TransportError"):
         cause = exc.__cause__ or exc
-        if _refused_locally(cause, ctx.base_url):
+        if ctx.local_server and _refused_locally(cause, ctx.base_url):
             return _local_server_down(cause, ctx)
         return ProviderConnectionError(
             f"The connection to {ctx.label} ({ctx.base_url}) failed or dropped: "
