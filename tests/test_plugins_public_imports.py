@@ -36,6 +36,7 @@ PUBLIC_MODULES = (
     "tether.sessions.waits",
     "tether.subjects",
     "tether.testing",
+    "tether.tokens",
     "tether.tool_execution",
     "tether.tools",
 )

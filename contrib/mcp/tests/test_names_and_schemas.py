@@ -74,11 +74,17 @@ def test_results_map_to_blocks_and_errors_raise() -> None:
         ],
         structured_content={"n": 1},
     )
-    text, image, note, structured = to_blocks(result)
+    text, image, note = to_blocks(result)  # the text stands for the structured content
     assert text == TextBlock(text="ok")
     assert image == ImageBlock(mime_type="image/png", data="aGk=")
     assert isinstance(note, TextBlock) and "file:///a.bin" in note.text
-    assert structured == TextBlock(text='{"n": 1}')
+    only_structured = types.CallToolResult(content=[], structured_content={"n": 1})
+    assert to_blocks(only_structured) == [TextBlock(text='{"n": 1}')]
+    image_only = types.CallToolResult(
+        content=[types.ImageContent(type="image", data="aGk=", mime_type="image/png")],
+        structured_content={"n": 1},
+    )
+    assert to_blocks(image_only) == [ImageBlock(mime_type="image/png", data="aGk=")]
     same = types.CallToolResult(
         content=[types.TextContent(type="text", text='{"n": 1}')], structured_content={"n": 1}
     )

@@ -434,10 +434,16 @@ async def test_a_run_ending_in_an_exception_ends_its_span_with_an_error(
     )
     with pytest.raises(tether.errors.AuthenticationError):
         await agent.run("hi")
-    (span,) = telemetry.finished()
-    assert span.name == "invoke_agent" and span.status.status_code is StatusCode.ERROR
+    spans = telemetry.finished()
+    (span,) = by_name(spans, "invoke_agent")
+    assert span.status.status_code is StatusCode.ERROR
     assert span.attributes["error.type"] == "AuthenticationError"
     assert [e.name for e in span.events] == ["exception"]
+    # the model request that failed is a chat span of its own, with an error status
+    (chat,) = [s for s in spans if s.name.startswith("chat ")]
+    assert chat.status.status_code is StatusCode.ERROR
+    assert chat.attributes["error.type"] == "AuthenticationError"
+    assert chat.parent is not None and chat.parent.span_id == span.context.span_id
 
 
 async def test_runs_nest_under_the_applications_current_span(telemetry: Telemetry) -> None:

@@ -76,6 +76,9 @@ class RunStart:
     temperature: float | None = None
     max_output_tokens: int | None = None
     tools: tuple[str, ...] = ()
+    prompt: str | None = None
+    """The text of the run's new user message (``None`` when it has none), for observers
+    that record content."""
 
 
 @dataclass(slots=True)

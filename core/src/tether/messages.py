@@ -91,6 +91,9 @@ class Usage(_Model):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    estimated: bool | None = None
+    """``True`` when the counts are tether's estimate (the server reported no usage, as
+    some local servers do not when streaming); ``None`` when the provider reported them."""
 
     @property
     def total_tokens(self) -> int:
@@ -103,6 +106,7 @@ class Usage(_Model):
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            estimated=True if (self.estimated or other.estimated) else None,
         )
 
 

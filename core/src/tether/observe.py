@@ -86,7 +86,7 @@ def new_run_id() -> str:
     return new_id()[:20]
 
 
-def run_start(settings: RunSettings, session_id: str) -> RunStart:
+def run_start(settings: RunSettings, session_id: str, prompt: str | None = None) -> RunStart:
     """The :class:`~tether.events.RunStart` of a new run with ``settings``: a fresh id, and
     the run and call of the tool body it starts in, if any."""
     import time
@@ -105,6 +105,7 @@ def run_start(settings: RunSettings, session_id: str) -> RunStart:
         temperature=settings.temperature,
         max_output_tokens=settings.max_output_tokens,
         tools=tuple(settings.tools),
+        prompt=prompt,
     )
 
 

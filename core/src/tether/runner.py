@@ -80,7 +80,7 @@ class Run(RunAccounts):
         self.prompt = prompt
         self.cancel = cancel or CancelToken()
         self.new_messages: list[Message] = []
-        self.start = run_start(settings, session.id)
+        self.start = run_start(settings, session.id, prompt.text if prompt is not None else None)
         self.features = features = RunFeatures(self, resume=resume)
         self.executor = ObservedToolExecutor(
             features.tools,

@@ -94,3 +94,55 @@ def test_models_check_defaults_to_the_provider_of_the_chosen_model(tmp_path: Pat
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "openai: key accepted"
     assert len(server.requests) == 1
+
+
+def test_models_lists_what_a_local_llamacpp_server_serves(tmp_path: Path) -> None:
+    listing = {  # llama-server's answer to GET /v1/models
+        "models": [
+            {
+                "name": "qwen2.5-0.5b-instruct-q4_k_m.gguf",
+                "model": "qwen2.5-0.5b-instruct-q4_k_m.gguf",
+                "type": "model",
+                "capabilities": ["completion"],
+            }
+        ],
+        "object": "list",
+        "data": [
+            {
+                "id": "qwen2.5-0.5b-instruct-q4_k_m.gguf",
+                "object": "model",
+                "created": 1764950000,
+                "owned_by": "llamacpp",
+                "meta": {"vocab_type": 2, "n_vocab": 151936, "n_ctx_train": 32768},
+            }
+        ],
+    }
+    with FakeServer() as server:
+        server.queue(FakeResponse.json(listing))
+        env = {"LLAMACPP_BASE_URL": server.url + "/v1"}
+        done = cli(tmp_path, "models", "llamacpp", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "qwen2.5-0.5b-instruct-q4_k_m.gguf" in done.stdout
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/v1/models")]
+
+
+def test_models_check_of_a_keyless_server_does_not_claim_a_key_was_accepted(
+    tmp_path: Path,
+) -> None:
+    listing = {"object": "list", "data": [{"id": "qwen", "object": "model", "owned_by": "x"}]}
+    with FakeServer() as server:
+        server.queue(FakeResponse.json(listing))
+        env = {"LLAMACPP_BASE_URL": server.url + "/v1"}
+        done = cli(tmp_path, "models", "--check", "llamacpp", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "key accepted" not in done.stdout
+    assert done.stdout.strip() == "llamacpp: the server answered (it needs no key)"
+
+
+def test_models_check_without_a_model_does_not_suggest_an_option_it_lacks(
+    tmp_path: Path,
+) -> None:
+    done = cli(tmp_path, "models", "--check", env={"TETHER_MODEL": ""})
+    assert done.returncode != 0
+    assert "-m" not in done.stderr.replace("tether models", "")
+    assert "tether models --check PROVIDER" in done.stderr

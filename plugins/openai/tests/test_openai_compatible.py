@@ -144,6 +144,7 @@ def test_every_profile_has_a_default_base_url_except_openai_and_azure() -> None:
         "vllm": "http://localhost:8000/v1",
         "lmstudio": "http://localhost:1234/v1",
         "llamacpp": "http://localhost:8080/v1",
+        "llama-cpp-python": "http://localhost:8000/v1",
         "openrouter": "https://openrouter.ai/api/v1",
     }
 

@@ -5,6 +5,8 @@
     tether mcp list                         # configured servers: started, tools or why not
     tether mcp tools NAME                   # the tools of one server, as the model sees them
     tether mcp call NAME TOOL '{"a": 1}'    # call one tool, print the result
+    tether mcp resources NAME [URI]         # list a server's resources, or read one
+    tether mcp prompts NAME [PROMPT] ['{"arg": "v"}']   # list its prompts, or get one
     tether mcp serve --tools fs,shell       # tether's tools for other MCP clients (stdio)
     tether mcp serve --tools fs --http --port 8765
 """
@@ -171,6 +173,97 @@ def call(state: CliState, name: str, tool: str, arguments: str) -> None:
         fail(f"`{tool}` did not finish within {conn.settings.call_timeout:g} s (call_timeout).")
     except ToolError as exc:
         fail(str(exc))
+    for block in blocks:
+        if block.type == "text":
+            click.echo(block.text)
+        else:
+            size = len(block.data or "") * 3 // 4
+            click.echo(f"[image {block.mime_type}, about {size} bytes]")
+
+
+@mcp.command("resources")
+@click.argument("name")
+@click.argument("uri", required=False)
+@pass_state
+def resources(state: CliState, name: str, uri: str | None) -> None:
+    """List the resources of server NAME, or print the contents of resource URI."""
+    from tether.errors import ToolError
+
+    from .server_features import resource_blocks
+
+    conn = _connection(state, name)
+
+    async def run() -> Any:
+        try:
+            if uri is None:
+                return await conn.list_resources()
+            return resource_blocks(await conn.read_resource(uri))
+        finally:
+            await conn.aclose()
+
+    try:
+        found = asyncio.run(run())
+    except ToolError as exc:
+        fail(str(exc))
+    if uri is None:
+        if not found:
+            click.echo(f"The MCP server `{name}` offers no resources.")
+        for item in found:
+            about = item.description or item.name
+            click.echo(f"{item.uri}  {item.mime_type or ''}".rstrip())
+            if about and about != str(item.uri):
+                click.echo(f"  {about.strip().splitlines()[0]}")
+        return
+    _print_blocks(found)
+
+
+@mcp.command("prompts")
+@click.argument("name")
+@click.argument("prompt", required=False)
+@click.argument("arguments", default="{}")
+@pass_state
+def prompts(state: CliState, name: str, prompt: str | None, arguments: str) -> None:
+    """List the prompts of server NAME, or print PROMPT filled in with ARGUMENTS (a JSON
+    object of strings)."""
+    from tether.errors import ToolError
+
+    from .server_features import prompt_text
+
+    try:
+        parsed = json.loads(arguments)
+    except ValueError as exc:
+        fail(f'ARGUMENTS must be a JSON object, e.g. \'{{"topic": "tests"}}\': {exc}.')
+    if not isinstance(parsed, dict):
+        fail('ARGUMENTS must be a JSON object, e.g. \'{"topic": "tests"}\'.')
+    conn = _connection(state, name)
+
+    async def run() -> Any:
+        try:
+            if prompt is None:
+                return await conn.list_prompts()
+            return prompt_text(
+                await conn.get_prompt(prompt, {k: str(v) for k, v in parsed.items()})
+            )
+        finally:
+            await conn.aclose()
+
+    try:
+        found = asyncio.run(run())
+    except ToolError as exc:
+        fail(str(exc))
+    if prompt is not None:
+        click.echo(found)
+        return
+    if not found:
+        click.echo(f"The MCP server `{name}` offers no prompts.")
+    for item in found:
+        names = ", ".join(a.name + ("" if a.required else "?") for a in item.arguments or [])
+        click.secho(f"{item.name}({names})", bold=True)
+        if item.description:
+            click.echo(f"  {item.description.strip().splitlines()[0]}")
+
+
+def _print_blocks(blocks: Any) -> None:
     for block in blocks:
         if block.type == "text":
             click.echo(block.text)

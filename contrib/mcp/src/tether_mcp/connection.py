@@ -21,6 +21,7 @@ from mcp import types
 
 from tether.errors import ToolError
 
+from .client_features import ClientFeatures
 from .errors import ServerUnavailable
 from .settings import ServerSettings
 from .stderr_log import CappedLog
@@ -42,6 +43,8 @@ class ServerConnection:
     :param log_dir: where a stdio server's stderr goes (``NAME.log``), so it does not
         mix with the agent's output.
     :param oauth_dir: where OAuth tokens are kept for HTTP servers with ``oauth = true``.
+    :param features: how sampling, elicitation and roots requests are answered (see
+        :mod:`tether_mcp.client_features`); the server sees those capabilities.
     """
 
     def __init__(
@@ -51,8 +54,12 @@ class ServerConnection:
         *,
         log_dir: Path | None = None,
         oauth_dir: Path | None = None,
+        features: ClientFeatures | None = None,
     ) -> None:
         self.name = name
+        self.features = features if features is not None else ClientFeatures()
+        self.calling: list[Path] = []
+        """Workspaces of the runs calling the server now (its roots while they do)."""
         self.settings = settings
         self.log_dir = log_dir
         self.oauth_dir = oauth_dir
@@ -117,8 +124,10 @@ class ServerConnection:
         *,
         progress: ProgressCallback | None = None,
         read_timeout: float | None = None,
+        cwd: Path | None = None,
     ) -> types.CallToolResult:
         """Call ``tool``; a server that is gone or fails raises :class:`ToolError`.
+        ``cwd`` is the calling run's workspace, offered as a root while the call runs.
 
         Cancelling the awaiting task (a cancelled run, a timeout) cancels the request,
         which the SDK announces to the server with ``notifications/cancelled``.
@@ -130,6 +139,8 @@ class ServerConnection:
         task = asyncio.current_task()
         assert task is not None
         self._inflight.add(task)
+        if cwd is not None:
+            self.calling.append(cwd)
         try:
             return await self._call(client, tool, arguments, progress, read_timeout)
         except asyncio.CancelledError:
@@ -145,6 +156,8 @@ class ServerConnection:
         finally:
             self._inflight.discard(task)
             self._aborted.pop(task, None)
+            if cwd is not None:
+                self.calling.remove(cwd)
 
     async def _call(
         self,
@@ -179,6 +192,76 @@ class ServerConnection:
             ) from exc
         self._failures = 0
         return result
+
+    # -- resources and prompts -------------------------------------------------------------
+    @property
+    def offers(self) -> tuple[bool, bool]:
+        """Whether the connected server offers (resources, prompts)."""
+        client = self.sdk_client
+        if client is None:
+            return False, False
+        caps = client.server_capabilities
+        return caps.resources is not None, caps.prompts is not None
+
+    async def list_resources(self) -> list[types.Resource]:
+        """The server's resources (none if it offers none); raises :class:`ToolError`."""
+        client = await self._feature_client()
+        if not self.offers[0]:
+            return []
+        items: list[types.Resource] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._ask(client.list_resources(cursor=cursor), "listing its resources")
+            items.extend(page.resources)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return items
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """The contents of resource ``uri``; raises :class:`ToolError`."""
+        client = await self._feature_client()
+        result: types.ReadResourceResult = await self._ask(
+            client.read_resource(uri), f"reading {uri}"
+        )
+        return result
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        """The server's prompts (none if it offers none); raises :class:`ToolError`."""
+        client = await self._feature_client()
+        if not self.offers[1]:
+            return []
+        items: list[types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._ask(client.list_prompts(cursor=cursor), "listing its prompts")
+            items.extend(page.prompts)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return items
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """Prompt ``name`` filled in with ``arguments``; raises :class:`ToolError`."""
+        client = await self._feature_client()
+        result: types.GetPromptResult = await self._ask(
+            client.get_prompt(name, arguments), f"getting prompt {name!r}"
+        )
+        return result
+
+    async def _feature_client(self) -> Any:
+        try:
+            return await self._connected_client()
+        except ServerUnavailable as exc:
+            raise ToolError(str(exc)) from exc
+
+    async def _ask(self, request: Awaitable[Any], what: str) -> Any:
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return await request
+        except MCPError as exc:
+            raise ToolError(f"The MCP server `{self.name}` failed {what}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Stop the server (or close the connection). Safe to call more than once."""
@@ -269,6 +352,9 @@ class ServerConnection:
         common: dict[str, Any] = {
             "message_handler": self._on_message,
             "client_info": types.Implementation(name="tether", version=_version()),
+            "sampling_callback": self._on_sampling,
+            "elicitation_callback": self._on_elicitation,
+            "list_roots_callback": self._on_list_roots,
         }
         if settings.command is not None:
             import os
@@ -322,6 +408,21 @@ class ServerConnection:
         elif isinstance(message, Exception):
             log.debug("MCP server %s: transport error: %s", self.name, _describe(message))
 
+    async def _on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await self.features.sample(self.name, params)
+
+    async def _on_elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return await self.features.elicitation(self.name, params)
+
+    async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        roots = self.settings.cwd
+        fallback = [roots] if roots is not None else []
+        return self.features.list_roots(self.calling or fallback)
+
     async def _relist_now(self) -> None:
         """List the tools as soon as the server says they changed, so the next turn
         offers the new list without waiting for a round trip."""
@@ -345,6 +446,7 @@ class ServerConnection:
             cursor = page.next_cursor
             if cursor is None:
                 break
+        tools = [t for t in tools if not _needs_tasks(t)]
         allowed = self.settings.tools
         if allowed is not None:
             tools = [t for t in tools if t.name in allowed]
@@ -448,6 +550,13 @@ class ServerConnection:
             self._stderr = CappedLog(self._log_path(), self.settings.log_max_bytes)
             self._errlog = self._stderr.writer
         return self._errlog
+
+
+def _needs_tasks(tool: types.Tool) -> bool:
+    """Whether ``tool`` can only be called as a task (``execution.taskSupport:
+    "required"``), which tether does not do: offering it would only fail (-32601)."""
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -3,8 +3,11 @@
 ``text`` → a text block; ``image`` → an image block; an embedded text resource → a text
 block headed by its URI; an embedded binary resource → an image block when it is an
 image, else a note naming it; a resource link → a note; ``audio`` → a note (tether has no
-audio blocks). ``structuredContent`` is added as JSON unless a text block already says
-the same (also when the text is the value inside the ``{"result": ...}`` wrapper). ``isError`` raises :class:`~tether.errors.ToolError`, so the model receives an
+audio blocks). One representation reaches the model: ``structuredContent`` is used (as
+JSON) only when there is no other content. Servers that return both (the spec asks
+them to) say the same thing twice, and the model would pay for it twice — or read an
+image as base64 text.
+``isError`` raises :class:`~tether.errors.ToolError`, so the model receives an
 ``is_error`` result with the server's text.
 """
 
@@ -29,7 +32,7 @@ def to_blocks(result: types.CallToolResult) -> Blocks:
     for item in result.content:
         blocks.extend(_block(item))
     structured = result.structured_content
-    if structured is not None and not any(_says(b, structured) for b in blocks):
+    if structured is not None and not blocks:
         blocks.append(TextBlock(text=json.dumps(structured, ensure_ascii=False)))
     if result.is_error:
         text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock)).strip()
@@ -58,17 +61,3 @@ def _block(item: Any) -> Blocks:
             return [ImageBlock(mime_type=mime, data=resource.blob)]
         return [TextBlock(text=f"[binary resource {resource.uri} ({mime}) omitted]")]
     return [TextBlock(text=f"[unsupported MCP content of type {kind!r} omitted]")]
-
-
-def _says(block: TextBlock | ImageBlock, structured: dict[str, Any]) -> bool:
-    """Whether a text block already carries the structured content: the same JSON, or
-    the value of the ``{"result": ...}`` wrapper SDKs put around a plain return value."""
-    if not isinstance(block, TextBlock):
-        return False
-    try:
-        value = json.loads(block.text)
-    except ValueError:
-        return False
-    return bool(value == structured) or (
-        len(structured) == 1 and "result" in structured and bool(value == structured["result"])
-    )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tether.config import Config, data_dir, load_config
 
+from .client_features import ClientFeatures
 from .connection import ServerConnection
 from .settings import ServerSettings, parse_servers
 from .toolset import McpToolset
@@ -27,7 +28,10 @@ def mcp_dir(config: Config | None) -> Path:
 
 def connection(name: str, settings: ServerSettings, config: Config | None) -> ServerConnection:
     base = mcp_dir(config)
-    return ServerConnection(name, settings, log_dir=base / "logs", oauth_dir=base / "oauth")
+    features = ClientFeatures(sampling=settings.sampling, config=config)
+    return ServerConnection(
+        name, settings, log_dir=base / "logs", oauth_dir=base / "oauth", features=features
+    )
 
 
 def toolsets(config: Config | None) -> list[McpToolset]:

@@ -13,6 +13,7 @@
     headers = { Authorization = "Bearer ${TRACKER_TOKEN}" }   # ${VAR} read from the environment
     oauth = true                         # or sign in with OAuth (tokens kept in the data dir)
     call_timeout = 60
+    sampling = "ask"                     # may the server use the model? ask | allow | deny
 
 Values of ``env`` and ``headers`` may name environment variables as ``${VAR}`` so that
 secrets stay out of the file.
@@ -24,7 +25,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -63,6 +64,9 @@ class ServerSettings(BaseModel):
         ge=4096,
         description="Bytes of a stdio server's stderr log (NAME.log) before it is rotated "
         "to NAME.log.1; at most twice this is kept.",
+    )
+    sampling: Literal["ask", "allow", "deny"] = Field(
+        "ask", description="Whether the server may ask the agent's model for completions."
     )
 
     @model_validator(mode="after")

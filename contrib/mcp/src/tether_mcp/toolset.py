@@ -1,4 +1,5 @@
-"""An MCP server as a tether toolset: its tools, namespaced, kept up to date."""
+"""An MCP server as a tether toolset: its tools, namespaced, kept up to date, and its
+resources and prompts as two more tools (:mod:`tether_mcp.server_features`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from mcp import types
 
+from tether.errors import ToolError
 from tether.tools import Tool, ToolContext, Toolset
 
 from .connection import ServerConnection
@@ -17,6 +19,7 @@ from .names import tool_name
 from .progress import CoalescedProgress
 from .results import to_blocks
 from .schema import normalise
+from .server_features import feature_tools
 
 __all__ = ["McpTool", "McpToolset"]
 
@@ -52,7 +55,10 @@ class McpTool(Tool):
         progress = CoalescedProgress(report) if report is not None else None
         try:
             result = await self.connection.call(
-                self.remote_name, dict(arguments), progress=progress
+                self.remote_name,
+                dict(arguments),
+                progress=progress,
+                cwd=context.cwd if context is not None else None,
             )
         finally:
             if progress is not None:
@@ -79,6 +85,8 @@ class McpToolset(Toolset):
         super().__init__(connection.name, [], description=f"MCP server {connection.name}")
         self.connection = connection
         self._listing = 0
+        self._extras: list[Tool] | None = None
+        """The resource and prompt tools (:mod:`tether_mcp.server_features`), once made."""
 
     async def refresh(self) -> None:
         connection = self.connection
@@ -103,6 +111,13 @@ class McpToolset(Toolset):
             self._listing = -1  # offer the tools again once the server is back
             return
         self.problem = None
+        if self._extras is None:
+            try:
+                self._extras = await feature_tools(connection)
+            except ToolError as exc:
+                log.warning("MCP server %s: %s", connection.name, exc)
+                self._extras = []
+            self._listing = -1
         if connection.listing != self._listing:
             self._listing = connection.listing
             self._update(connection.tools)
@@ -118,10 +133,9 @@ class McpToolset(Toolset):
                 fresh.append(known)
             else:
                 fresh.append(McpTool(self.connection, item))
-        order = {t.remote_name: i for i, t in enumerate(self.tools) if isinstance(t, McpTool)}
-        fresh.sort(
-            key=lambda t: order.get(t.remote_name, len(order)) if isinstance(t, McpTool) else 0
-        )
+        fresh.extend(self._extras or [])
+        order = {t.name: i for i, t in enumerate(self.tools)}
+        fresh.sort(key=lambda t: order.get(t.name, len(order)))  # new tools go last
         self.tools = fresh
         self.version += 1
 

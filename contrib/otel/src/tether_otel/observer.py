@@ -98,6 +98,16 @@ class _Run:
     """The attributes every chat span answered by a model starts with, by model."""
     labels: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """Metric attributes of chat calls by response model: (duration, input, output)."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """With content capture: the run's messages so far, in the GenAI JSON form (the
+    input of its next chat span)."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """With content capture: the tool calls of the latest model response."""
+    pending: tuple[trace.Span, int, str, str] | None = None
+    """A chat span that asked for tools, kept open until its calls are known:
+    (span, end time, answer text, finish reason)."""
+    request_started: int = 0
+    """When the model request in flight was (about to be) sent, in ns."""
 
 
 class OtelObserver:
@@ -189,13 +199,16 @@ class OtelObserver:
             attributes=attributes,
             start_time=int(start.started * 1e9),
         )
-        self._runs[start.run_id] = _Run(
+        run = self._runs[start.run_id] = _Run(
             start,
             span,
             trace.set_span_in_context(span),
             base,
             chat_name=sc.chat_span_name(model),
+            request_started=int(start.started * 1e9),
         )
+        if self.capture_content and start.prompt:
+            run.history.append(_message("user", [_text_part(start.prompt)]))
 
     def _text(self, run: _Run, event: TextDelta, now: int) -> None:
         run.text.append(event.text)
@@ -220,11 +233,14 @@ class OtelObserver:
         ratio = result.cache_hit_ratio
         if ratio is not None:
             attributes[sc.CACHE_HIT_RATIO] = ratio
+        self._settle(run)
         if self.capture_content:
             if result.messages:
                 attributes[sc.INPUT_MESSAGES] = _messages("user", result.messages[0].text)
-            attributes[sc.OUTPUT_MESSAGES] = _messages("assistant", result.output)
+            attributes[sc.OUTPUT_MESSAGES] = _messages("assistant", _output_text(result.output))
         error_type = None
+        if not result.ok and _is_model_failure(result.error):
+            self._failed_chat(run, result.error, now)
         if not result.ok:
             error_type = type(result.error).__name__ if result.error else result.outcome.value
             attributes[sc.ERROR_TYPE] = error_type
@@ -234,11 +250,15 @@ class OtelObserver:
         self._finish(run, result.duration, error_type, ratio, now)
 
     def _aborted(self, run: _Run, event: RunAborted, now: int) -> None:
+        self._settle(run)
         span = run.span
         error_type = type(event.error).__name__
         message = scrub(str(event.error))
+        if _is_model_failure(event.error):
+            self._failed_chat(run, event.error, now)
         for at, attributes in run.retries:  # no chat span will carry them
             span.add_event(sc.EVENT_RETRY, attributes, at)
+        run.retries.clear()
         span.add_event(
             sc.EVENT_EXCEPTION, {sc.EXCEPTION_TYPE: error_type, sc.EXCEPTION_MESSAGE: message}, now
         )
@@ -285,10 +305,13 @@ class OtelObserver:
             attributes[sc.COST_USD] = event.cost
         if run.retries:
             attributes[sc.ATTEMPTS] = 1 + len(run.retries)
+        self._settle(run)
+        text = ""
         if self.capture_content:
             text = "".join(run.text)
             run.text.clear()
-            attributes[sc.OUTPUT_MESSAGES] = _messages("assistant", text, event.stop_reason.value)
+            if run.history:
+                attributes[sc.INPUT_MESSAGES] = _cut(json.dumps(run.history, ensure_ascii=False))
         span = self.tracer.start_span(
             run.chat_name,
             context=run.context,
@@ -299,7 +322,13 @@ class OtelObserver:
         for at, retry in run.retries:
             span.add_event(sc.EVENT_RETRY, retry, at)
         run.retries.clear()
-        span.end(now)
+        run.request_started = now
+        if self.capture_content:
+            # the calls of this response are announced by the ToolStart events that
+            # follow: the span gets its output when they are known (_settle)
+            run.pending = (span, now, text, event.stop_reason.value)
+        else:
+            span.end(now)
         instruments = self.instruments
         if instruments is not None:
             labels = run.labels.get(event.model)
@@ -310,6 +339,52 @@ class OtelObserver:
             instruments.token_usage.record(usage.input_tokens, labels[1])
             instruments.token_usage.record(usage.output_tokens, labels[2])
             instruments.duration.record(event.latency, labels[0])
+
+    def _settle(self, run: _Run) -> None:
+        """End the chat span kept open for its tool calls, with its output messages, and
+        add its answer to the run's history (content capture)."""
+        pending, run.pending = run.pending, None
+        if pending is None:
+            return
+        span, end, text, finish = pending
+        parts = ([_text_part(text)] if text else []) + run.calls
+        run.calls = []
+        output = _message("assistant", parts)
+        span.set_attribute(
+            sc.OUTPUT_MESSAGES,
+            _cut(json.dumps([{**output, "finish_reason": finish}], ensure_ascii=False)),
+        )
+        span.end(end)
+        run.history.append(output)
+
+    def _failed_chat(self, run: _Run, error: BaseException | None, now: int) -> None:
+        """A ``chat`` span for the model request the run ended on, with an error status."""
+        error_type = type(error).__name__ if error is not None else "error"
+        message = scrub(str(error)) if error is not None else error_type
+        attributes: dict[str, Any] = {
+            sc.OPERATION_NAME: sc.CHAT,
+            **run.base,
+            sc.ERROR_TYPE: error_type,
+        }
+        if run.retries:
+            attributes[sc.ATTEMPTS] = 1 + len(run.retries)
+        if self.capture_content and run.history:
+            attributes[sc.INPUT_MESSAGES] = _cut(json.dumps(run.history, ensure_ascii=False))
+        span = self.tracer.start_span(
+            run.chat_name,
+            context=run.context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=min(run.request_started, now),
+        )
+        for at, retry in run.retries:
+            span.add_event(sc.EVENT_RETRY, retry, at)
+        run.retries.clear()
+        span.add_event(
+            sc.EVENT_EXCEPTION, {sc.EXCEPTION_TYPE: error_type, sc.EXCEPTION_MESSAGE: message}, now
+        )
+        span.set_status(Status(StatusCode.ERROR, message or error_type))
+        span.end(now)
 
     def _chat_attributes(self, run: _Run, model: str) -> dict[str, Any]:
         """The attributes every chat span of ``run`` answered by ``model`` starts with."""
@@ -368,6 +443,14 @@ class OtelObserver:
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool_start(self, run: _Run, event: ToolStart, now: int) -> None:
+        run.calls.append(
+            {
+                "type": "tool_call",
+                "id": event.call_id,
+                "name": event.name,
+                "arguments": event.arguments,
+            }
+        )
         span = self._open_tool(run, event.call_id, event.name, now)
         span.set_attribute(
             sc.TOOL_CALL_ARGUMENTS,
@@ -412,7 +495,21 @@ class OtelObserver:
             span.set_status(Status(StatusCode.ERROR, _cut(event.result.text)[:200]))
         if self.capture_content:
             span.set_attribute(sc.TOOL_CALL_RESULT, _cut(event.result.text))
+            self._settle(run)
+            run.history.append(
+                _message(
+                    "tool",
+                    [
+                        {
+                            "type": "tool_call_response",
+                            "id": event.call_id,
+                            "response": event.result.text,
+                        }
+                    ],
+                )
+            )
         span.end(now)
+        run.request_started = now
         if self.instruments is not None:
             self.instruments.count_tool_call(event.name, outcome)
 
@@ -426,6 +523,31 @@ def _bare_model(model: str, provider: str) -> str:
     """``claude-sonnet-4-5`` from ``anthropic/claude-sonnet-4-5``."""
     prefix = f"{provider}/"
     return model[len(prefix) :] if model.startswith(prefix) else model
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "content": text}
+
+
+def _message(role: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": role, "parts": parts}
+
+
+def _output_text(output: Any) -> str:
+    """A run's output as text: structured output (a pydantic model, a dataclass, a
+    list...) as JSON."""
+    if isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump_json", None)
+    if callable(dump):
+        return str(dump())
+    return json.dumps(output, default=str, ensure_ascii=False)
+
+
+def _is_model_failure(error: BaseException | None) -> bool:
+    from tether.errors import ProviderError
+
+    return isinstance(error, ProviderError)
 
 
 def _messages(role: str, text: str, finish_reason: str | None = None) -> str:

@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPORT_TIMEOUT_S", "forget_all", "providers_for"]
 
-EXPORT_TIMEOUT_S = 3.0
+EXPORT_TIMEOUT_S = 1.0
 """Seconds an export may take, retries included, unless ``OTEL_EXPORTER_OTLP_TIMEOUT``
 (or its ``_TRACES_``/``_METRICS_`` forms) says otherwise: short, so that a command whose
-collector is unreachable still exits promptly (the SDK's default is 10 s per export)."""
+collector is unreachable still exits within about a second (the SDK's default is 10 s
+per export; after a failure the other signal is not sent, see
+:mod:`tether_otel.export_guard`)."""
 
 _BUILT: dict[OtelSettings, tuple[TracerProvider, MeterProvider | None]] = {}
 _LOCK = threading.Lock()
@@ -100,18 +102,19 @@ def _sdk_providers(
             reader = PeriodicExportingMetricReader(ConsoleMetricExporter(), interval)
             meter_provider = SdkMeterProvider(resource=resource, metric_readers=[reader])
         return tracer_provider, meter_provider
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from .export_guard import Breaker, GuardedMetricExporter, GuardedSpanExporter, install
 
+    install()
+    breaker = Breaker()
     base = settings.endpoint.rstrip("/") if settings.endpoint else None
     timeout = None if _timeout_configured() else EXPORT_TIMEOUT_S
-    span_exporter = OTLPSpanExporter(
-        endpoint=f"{base}/v1/traces" if base else None, timeout=timeout
+    span_exporter = GuardedSpanExporter(
+        endpoint=f"{base}/v1/traces" if base else None, timeout=timeout, breaker=breaker
     )
     tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
     if settings.metrics:
-        metric_exporter = OTLPMetricExporter(
-            endpoint=f"{base}/v1/metrics" if base else None, timeout=timeout
+        metric_exporter = GuardedMetricExporter(
+            endpoint=f"{base}/v1/metrics" if base else None, timeout=timeout, breaker=breaker
         )
         reader = PeriodicExportingMetricReader(metric_exporter, interval)
         meter_provider = SdkMeterProvider(resource=resource, metric_readers=[reader])

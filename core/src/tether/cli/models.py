@@ -197,7 +197,7 @@ def list_models(
     """List the models every installed provider knows.
 
     With PROVIDER names, only those providers' models. Shows each model's context window, maximum output tokens, price in dollars per
-    million tokens and capabilities. Use a model as "provider/model" with -m.
+    million tokens and capabilities. Use a model as "provider/model" with `tether run -m`.
     With --check, sends one request per provider to check its key (`tether run` never does).
     """
     if check:
@@ -208,14 +208,30 @@ def list_models(
 
 
 def _check(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
+    from ..errors import ConfigError
     from .key_check import check_keys, checked_providers
 
-    results = check_keys(state, checked_providers(state, providers))
+    try:
+        names = checked_providers(state, providers)
+    except ConfigError as exc:
+        if providers:
+            raise
+        raise ConfigError(
+            "No model is chosen, so there is no provider to check by default. Name the "
+            "providers (`tether models --check PROVIDER`), or choose a model with "
+            "`tether models default NAME` or TETHER_MODEL."
+        ) from exc
+    results = check_keys(state, names)
+    registrar = state.plugin_manager().providers
     if json_mode:
         echo(json.dumps({r.provider: {"ok": r.ok, "error": r.error} for r in results}))
     else:
         for result in results:
-            echo(result.line())
+            keyless = not registrar.registration(result.provider).options.get("key_variables")
+            if result.ok and keyless:  # a local server: there was no key to accept
+                echo(f"{result.provider}: the server answered (it needs no key)")
+            else:
+                echo(result.line())
     if not all(r.ok for r in results):
         click.get_current_context().exit(1)
 

@@ -84,6 +84,8 @@ class Connection:
             secret=self.api_key,
             auth_hint=self.azure.auth_hint(self.key_env) if self.azure else None,
             credential=self.azure.credential if self.azure and self.azure.entra else None,
+            base_url_env=self.profile.base_url_env,
+            local_server=not self.profile.key_required and not self.profile.azure,
             permission_hint=self.azure.permission_hint() if self.azure else None,
             not_found_hint="Check the deployment name (azure/<deployment>), the endpoint and "
             "the API version."

@@ -37,6 +37,12 @@ _OVERFLOW = re.compile(
     r"input is too long",
     re.IGNORECASE,
 )
+_UNSUPPORTED = re.compile(
+    r"\bunsupported\b|\bnot (?:yet )?supported\b|\bnot implemented\b|\bdoes not support\b|"
+    r"requires --jinja",
+    re.IGNORECASE,
+)
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 _KEYLIKE = re.compile(r"\b(?:sk|rk)-[A-Za-z0-9_\-*.]{4,}")
 _REFUSAL_CODES = frozenset(
     {
@@ -63,6 +69,11 @@ class ErrorContext:
     not_found_hint: str | None = None
     credential: str | None = None
     """What a 401 rejected when it is not an API key (``"the Microsoft Entra ID token"``)."""
+    base_url_env: str | None = None
+    """The variable that sets the base URL, named when the server cannot be reached."""
+    local_server: bool = False
+    """A server the user runs themselves (llama.cpp, Ollama, ...): a refused connection
+    to it on this machine fails at once instead of being retried."""
 
     def clean(self, text: str) -> str:
         if self.secret:
@@ -132,6 +143,8 @@ def translate(exc: BaseException, ctx: ErrorContext) -> ProviderError:
         )
     if isinstance(exc, openai.APIConnectionError) or _is_transport(exc, "TransportError"):
         cause = exc.__cause__ or exc
+        if ctx.local_server and _refused_locally(cause, ctx.base_url):
+            return _local_server_down(cause, ctx)
         return ProviderConnectionError(
             f"The connection to {ctx.label} ({ctx.base_url}) failed or dropped: "
             f"{ctx.clean(str(cause) or type(cause).__name__)}. Check that the server is reachable.",
@@ -183,6 +196,17 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
             provider=name,
             status_code=status,
         )
+    if effective >= 500 and _UNSUPPORTED.search(text):
+        unsupported = ServerError(
+            f"{ctx.label} does not support something this request uses "
+            f"(HTTP {status}{', ' + tag if tag else ''}){_at(exc.response)}: {text}. "
+            "Retrying will not help: leave the feature out (or configure the model so it "
+            "is not sent) or start the server with it enabled.",
+            provider=name,
+            status_code=status,
+        )
+        unsupported.retryable = False
+        return unsupported
     error = error_for_status(
         effective,
         text,
@@ -204,6 +228,38 @@ def _from_status(exc: Any, ctx: ErrorContext) -> ProviderError:
         },
     )
     error.status_code = status
+    return error
+
+
+def _refused_locally(cause: BaseException, base_url: str) -> bool:
+    """Whether a connection to a server on this machine was refused (nothing listens):
+    retrying in seconds will not start it."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host not in _LOOPBACK_HOSTS and not host.startswith("127."):
+        return False
+    seen: BaseException | None = cause
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError) or _is_transport(seen, "ConnectError"):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _local_server_down(cause: BaseException, ctx: ErrorContext) -> ProviderConnectionError:
+    where = f"base_url in [providers.{ctx.provider}]"
+    if ctx.base_url_env:
+        where += f" or {ctx.base_url_env}"
+    error = ProviderConnectionError(
+        f"Nothing answers at {ctx.base_url}: the connection to {ctx.label} was refused "
+        f"({ctx.clean(str(cause) or type(cause).__name__)}). Start the server, or point "
+        f"{where} at the address it listens on.",
+        provider=ctx.provider,
+    )
+    error.retryable = False
     return error
 
 

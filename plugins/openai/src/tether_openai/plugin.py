@@ -1,6 +1,6 @@
 """tether hooks of ``tether-openai``: the ``openai`` and ``azure`` providers, one
 provider per OpenAI-compatible server profile (``ollama``, ``vllm``, ``lmstudio``,
-``llamacpp``, ``openrouter``), and the ``openai`` embedder. Nothing here imports the openai SDK."""
+``llamacpp``, ``llama-cpp-python``, ``openrouter``), and the ``openai`` embedder. Nothing here imports the openai SDK."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ DEFAULT_MODELS = {"openai": "gpt-4.1-mini"}
 SETTINGS: dict[str, Any] = {
     "api": Literal["responses", "chat"],
     "reasoning_summary": str | bool | None,
+    "tool_choice": str,
+    "stream_tool_choice": bool,
 }
 
 #: What ``[providers.azure]`` accepts besides :data:`SETTINGS`.

@@ -43,9 +43,20 @@ class Profile:
     default_capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
     description: str = ""
     azure: bool = False
+    assistant_content_with_calls: str | None = ""
+    """What an assistant message carrying only tool calls sends as ``content``: OpenAI
+    accepts ``null``; llama.cpp-based servers answer HTTP 500 to it and accept ``""``."""
+    tool_choice: str | None = None
+    """``tool_choice`` sent with the tools unless configured (``None``: not sent)."""
+    streams_with_tool_choice: bool = True
+    """``False`` for servers that answer a streamed request carrying ``tool_choice`` with an
+    empty body: such turns are sent unstreamed."""
 
 
 _LOCAL = ModelCapabilities(context_window=8_192, max_output_tokens=4_096)
+_LOCAL_SCHEMA = ModelCapabilities(
+    context_window=8_192, max_output_tokens=4_096, structured_output=True
+)
 
 OPENAI = Profile(
     name="openai",
@@ -58,6 +69,7 @@ OPENAI = Profile(
     models=OPENAI_MODELS,
     default_capabilities=CHAT_DEFAULT,
     description="OpenAI: Chat Completions and the Responses API.",
+    assistant_content_with_calls=None,
 )
 
 AZURE = Profile(
@@ -72,6 +84,7 @@ AZURE = Profile(
     description="Azure OpenAI and Azure AI Foundry deployments (azure/<deployment>): "
     "an API key or Microsoft Entra ID.",
     azure=True,
+    assistant_content_with_calls=None,
 )
 
 PROFILES: tuple[Profile, ...] = (
@@ -84,7 +97,7 @@ PROFILES: tuple[Profile, ...] = (
         key_required=False,
         base_url="http://localhost:11434/v1",
         base_url_env="OLLAMA_BASE_URL",
-        default_capabilities=_LOCAL,
+        default_capabilities=_LOCAL_SCHEMA,
         description="A local Ollama server (OpenAI-compatible API).",
     ),
     Profile(
@@ -94,7 +107,9 @@ PROFILES: tuple[Profile, ...] = (
         key_required=False,
         base_url="http://localhost:8000/v1",
         base_url_env="VLLM_BASE_URL",
-        default_capabilities=ModelCapabilities(context_window=32_768, max_output_tokens=8_192),
+        default_capabilities=ModelCapabilities(
+            context_window=32_768, max_output_tokens=8_192, structured_output=True
+        ),
         description="A vLLM server (OpenAI-compatible API).",
     ),
     Profile(
@@ -104,7 +119,7 @@ PROFILES: tuple[Profile, ...] = (
         key_required=False,
         base_url="http://localhost:1234/v1",
         base_url_env="LMSTUDIO_BASE_URL",
-        default_capabilities=_LOCAL,
+        default_capabilities=_LOCAL_SCHEMA,
         description="LM Studio's local server (OpenAI-compatible API).",
     ),
     Profile(
@@ -114,8 +129,20 @@ PROFILES: tuple[Profile, ...] = (
         key_required=False,
         base_url="http://localhost:8080/v1",
         base_url_env="LLAMACPP_BASE_URL",
-        default_capabilities=_LOCAL,
+        default_capabilities=_LOCAL_SCHEMA,
         description="llama.cpp's llama-server (OpenAI-compatible API).",
+    ),
+    Profile(
+        name="llama-cpp-python",
+        label="llama-cpp-python server",
+        key_env="LLAMA_CPP_PYTHON_API_KEY",
+        key_required=False,
+        base_url="http://localhost:8000/v1",
+        base_url_env="LLAMA_CPP_PYTHON_BASE_URL",
+        default_capabilities=_LOCAL_SCHEMA,
+        description="llama-cpp-python's server (OpenAI-compatible API; tool turns unstreamed).",
+        tool_choice="auto",
+        streams_with_tool_choice=False,
     ),
     Profile(
         name="openrouter",

@@ -24,7 +24,7 @@ from tether.provider import (
 
 from .azure import TokenProvider
 from .chat.request import chat_params
-from .chat.stream import ChatAssembler
+from .chat.stream import ChatAssembler, completion_chunks
 from .client import Connection, make_client
 from .errors import translate
 from .profiles import OPENAI, Profile
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIProvider"]
 
 _APIS = ("responses", "chat")
+_CHAT_KEYS = ("tool_choice", "stream_tool_choice")
 
 
 class OpenAIProvider(BaseProvider):
@@ -61,7 +62,9 @@ class OpenAIProvider(BaseProvider):
         token_provider: TokenProvider | None = None,
     ) -> None:
         config = config or ProviderConfig()
-        overrides, self._api_by_model, self._base_model = _split_api_overrides(config.models)
+        overrides, self._api_by_model, self._base_model, self._chat_by_model = _split_api_overrides(
+            config.models
+        )
         super().__init__(model_overrides=overrides)
         self.profile = profile
         self.name = profile.name
@@ -101,12 +104,42 @@ class OpenAIProvider(BaseProvider):
         return caps.updated(overrides) if overrides else caps
 
     def catalogue(self) -> Sequence[ModelInfo]:
-        return [
+        """The known models; for a keyless server (llama.cpp, Ollama, vLLM, ...) also the
+        models it serves (``GET /models``, when it answers within a couple of seconds)."""
+        listed = [
             replace(info, capabilities=self._catalogued(info.id))
             if info.id in self._base_model
             else info
             for info in super().catalogue()
         ]
+        if self.profile.models or self.profile.key_required or self.profile.azure:
+            return listed
+        known = {info.id for info in listed}
+        served = [
+            ModelInfo(
+                id=model_id,
+                capabilities=self.capabilities(model_id),
+                description=f"served by {self._connection.endpoint}",
+            )
+            for model_id in self._served_models()
+            if model_id not in known
+        ]
+        return [*listed, *served]
+
+    def _served_models(self) -> list[str]:
+        """The ids the server lists at ``GET /models``; none if it does not answer."""
+        from openai import OpenAI
+
+        try:
+            with OpenAI(
+                api_key=self._connection.require_key(),
+                base_url=self._connection.endpoint,
+                timeout=2.0,
+                max_retries=0,
+            ) as client:
+                return [model.id for model in client.models.list()]
+        except Exception:  # not running, or no /models endpoint: nothing to add
+            return []
 
     def capabilities(self, model: str) -> ModelCapabilities:
         caps = self._catalogued(model)
@@ -121,6 +154,7 @@ class OpenAIProvider(BaseProvider):
         errors = self._connection.errors
         client = self._get_client()
         responses = self.api_for(request.model, request.settings) == "responses"
+        tool_choice, streamed = self._tool_choice(request)
         try:
             params = (
                 responses_params(
@@ -131,7 +165,12 @@ class OpenAIProvider(BaseProvider):
                 )
                 if responses
                 else chat_params(
-                    request, model_string=model_string, openai_features=self.profile.openai_features
+                    request,
+                    model_string=model_string,
+                    openai_features=self.profile.openai_features,
+                    content_with_calls=self.profile.assistant_content_with_calls,
+                    tool_choice=tool_choice,
+                    stream=streamed,
                 )
             )
         except ValueError as exc:
@@ -143,8 +182,16 @@ class OpenAIProvider(BaseProvider):
             if responses:
                 assembler = ResponsesAssembler(model_string, errors)
                 sdk_stream: Any = await client.responses.create(**params)
+            elif not streamed:
+                assembler = ChatAssembler(model_string, self.profile.label, request)
+                completion = await client.chat.completions.create(**params)
+                for chunk in completion_chunks(completion):
+                    for event in assembler.feed(chunk):
+                        yield event
+                yield assembler.finish()
+                return
             else:
-                assembler = ChatAssembler(model_string, self.profile.label)
+                assembler = ChatAssembler(model_string, self.profile.label, request)
                 sdk_stream = await client.chat.completions.create(**params)
             try:
                 feed = assembler.feed
@@ -158,6 +205,21 @@ class OpenAIProvider(BaseProvider):
         except Exception as exc:
             raise translate(exc, errors) from exc
         yield assembler.finish()
+
+    def _tool_choice(self, request: ModelRequest) -> tuple[str | None, bool]:
+        """The ``tool_choice`` to send (per-model config, then provider config, then the
+        profile) and whether this turn may be streamed: not when tools go out with a
+        ``tool_choice`` to a server that cannot stream those (``stream_tool_choice``)."""
+        per_model = self._chat_by_model.get(request.model, {})
+        choice = per_model.get("tool_choice", request.settings.get("tool_choice"))
+        if choice is None:
+            choice = self.profile.tool_choice
+        streams = per_model.get(
+            "stream_tool_choice",
+            request.settings.get("stream_tool_choice", self.profile.streams_with_tool_choice),
+        )
+        choice = str(choice) if choice else None
+        return choice, bool(streams) or not (choice and request.tools)
 
     async def validate_auth(self) -> None:
         """Raise ``AuthenticationError`` naming the variable to set if a required key is
@@ -203,14 +265,17 @@ def _check_api(value: object, where: str) -> str | None:
 
 def _split_api_overrides(
     models: Mapping[str, Mapping[str, Any]],
-) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, str]]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, str], dict[str, dict[str, Any]]]:
     """Per-model config minus the keys that are not capabilities: the per-model ``api``
-    choices and the catalogue ``model`` a deployment is an instance of."""
+    choices, the catalogue ``model`` a deployment is an instance of, and the per-model
+    ``tool_choice`` / ``stream_tool_choice``."""
     overrides: dict[str, dict[str, Any]] = {}
     apis: dict[str, str] = {}
     base_models: dict[str, str] = {}
+    chat: dict[str, dict[str, Any]] = {}
     for model, values in models.items():
         rest = dict(values)
+        chat[model] = {k: rest.pop(k) for k in _CHAT_KEYS if k in rest}
         api = _check_api(rest.pop("api", None), f'[providers.*.models."{model}"] api')
         if api is not None:
             apis[model] = api
@@ -218,4 +283,4 @@ def _split_api_overrides(
         if base_model is not None:
             base_models[model] = str(base_model)
         overrides[model] = rest
-    return overrides, apis, base_models
+    return overrides, apis, base_models, chat

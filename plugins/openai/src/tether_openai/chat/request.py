@@ -37,18 +37,33 @@ __all__ = ["chat_messages", "chat_params", "effort"]
 
 
 def chat_params(
-    request: ModelRequest, *, model_string: str, openai_features: bool
+    request: ModelRequest,
+    *,
+    model_string: str,
+    openai_features: bool,
+    content_with_calls: str | None = None,
+    tool_choice: str | None = None,
+    stream: bool = True,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``client.chat.completions.create`` (streaming)."""
+    """Keyword arguments for ``client.chat.completions.create``.
+
+    ``content_with_calls`` is the ``content`` of an assistant message that has only tool
+    calls (``None`` sends ``null``); ``tool_choice`` is sent with the tools when given;
+    ``stream=False`` asks for one JSON answer (servers that do not stream such turns)."""
     caps = request.capabilities
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": chat_messages(request.messages, request.system, model_string),
-        "stream": True,
-        "stream_options": {"include_usage": True},
+        "messages": chat_messages(
+            request.messages, request.system, model_string, content_with_calls
+        ),
     }
+    if stream:
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
     if request.tools:
         params["tools"] = [_tool(t) for t in request.tools]
+        if tool_choice is not None:
+            params["tool_choice"] = _tool_choice(tool_choice)
     if request.max_output_tokens is not None:
         key = "max_completion_tokens" if openai_features else "max_tokens"
         params[key] = request.max_output_tokens
@@ -87,6 +102,13 @@ def effort(level: str | None, budget_tokens: int | None) -> str:
     return "medium" if budget_tokens < 16_384 else "high"
 
 
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    """``auto``/``required``/``none`` as they are; any other value names the one tool."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return {
         "type": "function",
@@ -99,7 +121,10 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
 
 
 def chat_messages(
-    messages: Sequence[Message], system: str, model_string: str
+    messages: Sequence[Message],
+    system: str,
+    model_string: str,
+    content_with_calls: str | None = None,
 ) -> list[dict[str, Any]]:
     """The ``messages`` array: the system prompt first, then the history."""
     out: list[dict[str, Any]] = []
@@ -107,7 +132,7 @@ def chat_messages(
         out.append({"role": "system", "content": system})
     for message in messages:
         if message.role == "assistant":
-            converted = _assistant(message, model_string)
+            converted = _assistant(message, model_string, content_with_calls)
             if converted is not None:
                 out.append(converted)
         elif message.role == "tool":
@@ -131,7 +156,9 @@ def _user_content(message: Message) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _assistant(message: Message, model_string: str) -> dict[str, Any] | None:
+def _assistant(
+    message: Message, model_string: str, content_with_calls: str | None
+) -> dict[str, Any] | None:
     own = produced_by(message, model_string)
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -153,7 +180,8 @@ def _assistant(message: Message, model_string: str) -> dict[str, Any] | None:
     text = "\n\n".join(t for t in texts if t)
     if not text and not calls:
         return None
-    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    content = text or (content_with_calls if calls else None)
+    converted: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         converted["tool_calls"] = calls
     return converted

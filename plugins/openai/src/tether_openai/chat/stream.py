@@ -24,11 +24,11 @@ from tether.messages import (
     ToolCallBlock,
     Usage,
 )
-from tether.provider import ModelResponse, ProviderEvent, ToolCallReady
+from tether.provider import ModelRequest, ModelResponse, ProviderEvent, ToolCallReady
 
 from ..history import assistant_response, parse_arguments
 
-__all__ = ["ChatAssembler", "chat_usage"]
+__all__ = ["ChatAssembler", "chat_usage", "completion_chunks"]
 
 _FINISH = {
     "stop": StopReason.END_TURN,
@@ -67,12 +67,14 @@ class ChatAssembler:
         "_label",
         "_model_string",
         "_refusal",
+        "_request",
         "_text",
         "_thinking",
         "_usage",
     )
 
-    def __init__(self, model_string: str, label: str) -> None:
+    def __init__(self, model_string: str, label: str, request: ModelRequest | None = None) -> None:
+        self._request = request
         self._model_string = model_string
         self._label = label
         self._text: list[str] = []
@@ -181,8 +183,24 @@ class ChatAssembler:
             stop = StopReason.REFUSAL
         elif calls and stop is StopReason.END_TURN:
             stop = StopReason.TOOL_USE
-        usage = chat_usage(self._usage)
+        if self._usage is None and self._request is not None:
+            usage = estimated_usage(self._request, blocks)
+        else:
+            usage = chat_usage(self._usage)
         return assistant_response(blocks, stop, usage, self._model_string)
+
+
+def estimated_usage(request: ModelRequest, blocks: list[Block]) -> Usage:
+    """tether's estimate of a response's usage, marked ``estimated``: for servers that
+    stream no usage (some local servers ignore ``stream_options.include_usage``)."""
+    from tether.messages import Message
+    from tether.tokens import estimate_message, estimate_request
+
+    return Usage(
+        input_tokens=estimate_request(request.system, request.tools, request.messages),
+        output_tokens=estimate_message(Message(role="assistant", content=blocks)),
+        estimated=True,
+    )
 
 
 def chat_usage(raw: Any) -> Usage:
@@ -198,3 +216,42 @@ def chat_usage(raw: Any) -> Usage:
         cache_write_tokens=(getattr(prompt, "cache_write_tokens", None) or 0) if prompt else 0,
         reasoning_tokens=(getattr(completion, "reasoning_tokens", None) or 0) if completion else 0,
     )
+
+
+def completion_chunks(completion: Any) -> list[Any]:
+    """An unstreamed ``ChatCompletion`` as the chunks a stream of it would have carried
+    (one delta with the whole message, then the usage), for :class:`ChatAssembler`."""
+    from openai.types.chat import ChatCompletionChunk
+
+    base = {
+        "id": completion.id or "chatcmpl",
+        "object": "chat.completion.chunk",
+        "created": completion.created or 0,
+        "model": completion.model or "",
+    }
+    chunks: list[Any] = []
+    for choice in completion.choices[:1]:
+        message = choice.message.model_dump(exclude_none=True)
+        message.pop("role", None)
+        calls = message.pop("tool_calls", None) or []
+        for index, call in enumerate(calls):
+            call["index"] = index
+        if calls:
+            message["tool_calls"] = calls
+        chunks.append(
+            ChatCompletionChunk.model_validate(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": message,
+                            "finish_reason": choice.finish_reason or "stop",
+                        }
+                    ],
+                }
+            )
+        )
+    usage = completion.usage.model_dump() if completion.usage is not None else None
+    chunks.append(ChatCompletionChunk.model_validate({**base, "choices": [], "usage": usage}))
+    return chunks
