@@ -101,6 +101,13 @@ class _Attempt:
 
     conn: AsyncConnection[Any] | None = None
     committing: bool = False
+    until: float = 0.0
+    """When the operation's budget ends (``time.monotonic()``)."""
+
+    async def timeouts(self, conn: AsyncConnection[Any]) -> None:
+        """Send the statement and lock timeouts of the time left (see :func:`_set_timeouts`);
+        in pipeline mode, this adds no round trip of its own."""
+        await _set_timeouts(conn, max(self.until - time.monotonic(), 0.0))
 
     async def abort(self) -> None:
         """Drop the connection without a word to the server (it may be stalled)."""
@@ -227,10 +234,15 @@ class PostgresSessionIO:
         self._pool = pool
         return pool
 
-    async def _op(self, what: str, work: Work[T], *, idempotent: bool) -> T:
+    async def _op(
+        self, what: str, work: Work[T], *, idempotent: bool, sets_timeouts: bool = False
+    ) -> T:
         """Run ``work`` on a pooled connection within the operation's budget; retry it on
         a fresh connection when the server had closed the one it got and nothing can have
-        been committed (or the work is ``idempotent``).
+        been committed (or the work is ``idempotent``). Unless ``sets_timeouts`` (the work
+        sends :meth:`_Attempt.timeouts` itself, in the same round trip as its statement),
+        the connection's statement and lock timeouts are set first, a round trip of their
+        own.
 
         :raises SessionTimeoutError: the budget ran out (the run's deadline, or timeout_s).
         :raises SessionError: the store failed.
@@ -242,7 +254,7 @@ class PostgresSessionIO:
             attempt = _Attempt()
             try:
                 return await bounded(
-                    self._attempt(work, left, attempt, what),
+                    self._attempt(work, left, attempt, what, sets_timeouts),
                     left,
                     store="postgres",
                     what=what,
@@ -256,7 +268,9 @@ class PostgresSessionIO:
                     ) from None
         raise AssertionError("unreachable")
 
-    async def _attempt(self, work: Work[T], budget: WaitBudget, attempt: _Attempt, what: str) -> T:
+    async def _attempt(
+        self, work: Work[T], budget: WaitBudget, attempt: _Attempt, what: str, sets_timeouts: bool
+    ) -> T:
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -272,7 +286,9 @@ class PostgresSessionIO:
             raise left().error("postgres", f"{what} (no connection could be had)") from None
         attempt.conn = conn
         try:
-            await _set_timeouts(conn, left().seconds)
+            attempt.until = until
+            if not sets_timeouts:
+                await _set_timeouts(conn, left().seconds)
             return await work(conn, attempt)
         except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
             await conn.close()
@@ -411,18 +427,34 @@ class PostgresSessionIO:
     async def append(
         self, name: str, expected: int, position: int, line: str, writer: str | None = None
     ) -> int:
+        # One round trip: the timeouts and one statement (the version check and bump, and
+        # the insert only if the bump happened) go out together in pipeline mode, and the
+        # statement commits on its own. Only a refused write takes a second look.
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> int:
-            await conn.execute("BEGIN")
-            version = await self._bump(conn, name, expected, writer)
-            await conn.execute(
-                f"INSERT INTO {self.messages} (session, seq, body) VALUES (%s, %s, %s)",
-                (name, position, line),
-            )
             attempt.committing = True
-            await conn.execute("COMMIT")
-            return version
+            async with conn.pipeline():
+                await attempt.timeouts(conn)
+                cursor = await conn.execute(
+                    f"WITH bumped AS (UPDATE {self.sessions} SET version = version + 1, "
+                    "updated_at = now() WHERE name = %s AND version = %s "
+                    "AND (%s::text IS NULL OR lease_owner = %s) RETURNING version), "
+                    f"stored AS (INSERT INTO {self.messages} (session, seq, body) "
+                    "SELECT %s, %s, %s FROM bumped) SELECT version FROM bumped",
+                    (name, expected, writer, writer, name, position, line),
+                )
+            row = await cursor.fetchone()
+            if row is not None:
+                version: int = row[0]
+                return version
+            cursor = await conn.execute(
+                f"SELECT version FROM {self.sessions} WHERE name = %s", (name,)
+            )
+            found = await cursor.fetchone()
+            if found is not None and found[0] == expected:
+                raise lease_lost(name, expected)
+            raise conflict(name, expected, None if found is None else found[0])
 
-        return await self._op("appending a message", work, idempotent=False)
+        return await self._op("appending a message", work, idempotent=False, sets_timeouts=True)
 
     async def replace(
         self, name: str, expected: int, lines: Sequence[str], writer: str | None = None
