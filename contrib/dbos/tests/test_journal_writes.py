@@ -238,3 +238,53 @@ def test_a_resumed_run_writes_each_message_once_after_a_crash_behind_a_model_ste
 
     asyncio.run(scenario())
     assert store.lines == [m.to_json() for m in messages[:4]]
+
+
+async def _settle() -> None:
+    """Let the tasks started so far run until they wait on something."""
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+def test_a_write_after_an_executed_step_starts_at_once_and_the_next_step_counts_it(
+    steps: _Steps,
+) -> None:
+    async def scenario() -> None:
+        store = _Store()
+        journal = Journal(store, "s")  # type: ignore[arg-type]
+        journal.append(0, 0, Message.user("hello"))
+        await journal.step("tether.model", _model("call"), session_alongside=True)
+        await _settle()
+        journal.append(1, 1, Message(role="assistant", content=[]))
+        await _settle()
+        # Written while DBOS would still be recording the model step, before any step.
+        assert len(store.lines) == 2
+        acted: list[int] = []
+
+        async def tool(stream: StepStream) -> str:
+            acted.append(len(store.lines))
+            return "ok"
+
+        await journal.step("tether.tool.noop", tool)
+        assert acted == [2]
+        assert sum(o.writes for o in steps.outcomes) == 2  # each write counted once
+
+    asyncio.run(scenario())
+
+
+def test_nothing_is_written_while_recorded_steps_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        store = _Store()
+        store.lines = [Message.user("hello").to_json()]  # what the first execution wrote
+        recorded = [StepOutcome("call", None, 1, 0)]
+        monkeypatch.setattr(journal_module, "DBOS", _ReplayingSteps(recorded))
+        journal = Journal(store, "s")  # type: ignore[arg-type]
+        journal.append(0, 0, Message.user("hello"))
+        await journal.step("tether.model", _model("call"), session_alongside=True)  # replayed
+        journal.append(1, 1, Message(role="assistant", content=[]))
+        await _settle()
+        assert len(store.lines) == 1  # a replay writes nothing outside a step
+        await journal.step("tether.tool.noop", _model("ok"))  # executed: writes it
+        assert len(store.lines) == 2
+
+    asyncio.run(scenario())

@@ -8,10 +8,14 @@ waiting here was produced from checkpointed step results, so after a crash the r
 loop produces it again, and the step that writes it is re-executed.
 
 Every step reports how many session writes and events it wrote; that count is part of
-its recorded result, so a replay drops exactly what the first execution wrote. A model
-step does not wait for its session writes (a request has no side effect): they finish
-while DBOS records it and starts the next step, which waits for them before its work
-acts (a tool's side effect never happens after a refused write) and counts them. When a
+its recorded result, so a replay drops exactly what the first execution wrote. A write
+the loop makes after a step that was executed (not replayed) starts at once, while DBOS
+records that step and starts the next (a model's response is written while its step is
+recorded); a model step does not wait for its session writes either (a request has no
+side effect). The next step waits for every write before its work acts (a tool's side
+effect never happens after a refused write) and counts the ones done since the step
+before it. While a run replays recorded steps nothing is written until a step executes:
+those writes may be in the store already, and the step that executes finds them. When a
 worker dies after a store commit but before DBOS recorded the step, the re-executed
 write finds its own message already stored and accepts it (the version check would
 otherwise refuse it). Events carry a sequence number, so a reader drops the copies a
@@ -85,13 +89,20 @@ class Journal:
         self._writer: asyncio.Future[None] | None = None
         self._written = 0
         self._events_lock = asyncio.Lock()
+        self.live = False
+        """Whether the last step was executed rather than replayed: then a write starts
+        as soon as the loop makes it."""
 
     # -- filled by the loop ---------------------------------------------------------------
     def append(self, expected: int, position: int, message: Message) -> None:
         self._writes.append(_Append(expected, position, message.to_json()))
+        if self.live:
+            self._writing()
 
     def replace(self, expected: int, messages: list[Message]) -> None:
         self._writes.append(_Replace(expected, [m.to_json() for m in messages]))
+        if self.live:
+            self._writing()
 
     def event(self, event: dict[str, Any]) -> None:
         self._seq += 1
@@ -134,6 +145,7 @@ class Journal:
             return await self._execute(work, write_session, session_alongside)
 
         outcome: StepOutcome = await DBOS.run_step_async({"name": name}, body)
+        self.live = executed
         if not executed:  # replayed: drop what the recorded execution wrote
             del self._writes[: outcome.writes]
             del self._events[: outcome.events]
