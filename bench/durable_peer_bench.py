@@ -46,32 +46,6 @@ def log(text: str) -> None:
 
 
 # -- tether's side (a child process) --------------------------------------------------------
-def use_single_statement_append() -> None:
-    """Make the PostgreSQL session store append a message in one statement (one round
-    trip: the version bump and the insert in a data-modifying CTE) instead of a
-    transaction of two statements (four round trips: BEGIN, UPDATE, INSERT, COMMIT). For
-    ``--single-statement-append`` only: what a cheaper append would give a durable step."""
-    from tether.sessions.versioned import conflict
-    from tether_postgres.store import PostgresSessionIO
-
-    async def append(self: Any, name: str, expected: int, position: int, line: str) -> int:
-        async with self._connection() as conn:
-            cursor = await conn.execute(
-                f"WITH bumped AS (UPDATE {self.sessions} SET version = version + 1, "
-                "updated_at = now() WHERE name = %s AND version = %s RETURNING version) "
-                f"INSERT INTO {self.messages} (session, seq, body) SELECT %s, %s, %s "
-                "FROM bumped RETURNING (SELECT version FROM bumped)",
-                (name, expected, name, position, line),
-            )
-            row = await cursor.fetchone()
-        if row is None:
-            raise conflict(name, expected, None)
-        version: int = row[0]
-        return version
-
-    PostgresSessionIO.append = append  # type: ignore[method-assign]
-
-
 def tether_child(url: str, rounds: int) -> None:
     """Serve runs of tether's durable agent, one per ``run`` line on stdin (the protocol of
     ``durable_peer_pydantic_ai.py``)."""
@@ -158,22 +132,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=60, help="measured runs per side")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured runs per side first")
     parser.add_argument("--tool-rounds", type=int, default=10, help="tool rounds per run")
-    parser.add_argument(
-        "--single-statement-append",
-        action="store_true",
-        help="also run tether with the session store appending in one statement",
-    )
     args = parser.parse_args()
     steps = 2 * args.tool_rounds + 1
     commands = {
         "tether": [sys.executable, str(Path(__file__).resolve()), "--child"],
         "pydantic_ai": [args.peer_python, str(HERE / "durable_peer_pydantic_ai.py")],
     }
-    if args.single_statement_append:
-        commands["tether_single_statement_append"] = [
-            *commands["tether"],
-            "--single-statement-append",
-        ]
     with contextlib.ExitStack() as stack:
         sides: dict[str, Side] = {}
         for key, command in commands.items():
@@ -192,8 +156,6 @@ def main() -> None:
                 wall[key].append(out["wall"] / steps * 1e3)
                 cpu[key].append(out["cpu"] / steps * 1e3)
         names = {key: f"{side.name} (dbos {side._last_dbos})" for key, side in sides.items()}
-        if "tether_single_statement_append" in names:
-            names["tether_single_statement_append"] += ", single-statement append"
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
@@ -236,9 +198,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        if "--single-statement-append" in sys.argv:
-            sys.argv.remove("--single-statement-append")
-            use_single_statement_append()
         tether_child(sys.argv[2], int(sys.argv[3]))
     else:
         main()

@@ -118,6 +118,7 @@ class Journal:
         *,
         write_session: bool = True,
         session_alongside: bool = False,
+        close_stream: bool = False,
     ) -> T | None:
         """Run a DBOS step that writes the journal and does ``work`` (if any). Raises the
         tether error the step ended with, in this execution or the recorded one.
@@ -135,14 +136,16 @@ class Journal:
         writes still in flight to finish while DBOS records the step and starts the next
         one, which waits for them before its own work acts. A step records how many
         writes it saw done since the previous step's count (its own and those left in
-        flight before it), so a replay drops exactly those.
+        flight before it), so a replay drops exactly those. With ``close_stream`` (a run's
+        last step), a step that ends without an error closes the run's event stream after
+        its events, saving the run an operation of its own for that.
         """
         executed = False
 
         async def body() -> StepOutcome:
             nonlocal executed
             executed = True
-            return await self._execute(work, write_session, session_alongside)
+            return await self._execute(work, write_session, session_alongside, close_stream)
 
         outcome: StepOutcome = await DBOS.run_step_async({"name": name}, body)
         self.live = executed
@@ -162,6 +165,7 @@ class Journal:
         work: Callable[[StepStream], Awaitable[T]] | None,
         write_session: bool,
         session_alongside: bool,
+        close_stream: bool = False,
     ) -> StepOutcome:
         stream = StepStream(self)
         publishing = asyncio.ensure_future(stream.when_due() if work else stream.finish())
@@ -202,6 +206,8 @@ class Journal:
         failure = None if publishing.cancelled() else publishing.exception()
         if failure is not None:
             raise failure  # the events it claimed were not written: the step fails
+        if close_stream and error is None:
+            await DBOS.close_stream_async(EVENTS)
         value = value if error is None else None
         written = 0
         if write_session:  # the writes done since the last step that counted them
