@@ -344,41 +344,45 @@ class PostgresSessionIO:
         created_at: float,
         replacing: str | None = None,
     ) -> StoredRecord | Lease:
+        # Two round trips, pipelined: the timeouts, the insert and the locking read; then
+        # the lease, the history and the commit.
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> StoredRecord | Lease:
-            await conn.execute("BEGIN")
-            await conn.execute(
-                f"INSERT INTO {self.sessions} (name, id, created_at, version) "
-                "VALUES (%s, %s, %s, 0) ON CONFLICT (name) DO NOTHING",
-                (name, session_id, created_at),
-            )
-            cursor = await conn.execute(
-                "SELECT id, created_at, version, lease_owner, "
-                "lease_expires - extract(epoch FROM clock_timestamp())::double precision "
-                f"FROM {self.sessions} WHERE name = %s FOR UPDATE",
-                (name,),
-            )
-            row = await cursor.fetchone()
-            assert row is not None
-            owner, left = row[3], row[4]
-            if owner is not None and owner not in (writer, replacing) and left > 0:
+            async with conn.pipeline():
+                await attempt.timeouts(conn)
+                await conn.execute("BEGIN")
+                await conn.execute(
+                    f"INSERT INTO {self.sessions} (name, id, created_at, version) "
+                    "VALUES (%s, %s, %s, 0) ON CONFLICT (name) DO NOTHING",
+                    (name, session_id, created_at),
+                )
+                cursor = await conn.execute(
+                    "SELECT id, created_at, version, lease_owner, "
+                    "lease_expires - extract(epoch FROM clock_timestamp())::double precision "
+                    f"FROM {self.sessions} WHERE name = %s FOR UPDATE",
+                    (name,),
+                )
+                row = await cursor.fetchone()
+                assert row is not None
+                owner, left = row[3], row[4]
+                if owner is not None and owner not in (writer, replacing) and left > 0:
+                    attempt.committing = True
+                    await conn.execute("COMMIT")
+                    return Lease(owner, float(left))
+                await conn.execute(
+                    f"UPDATE {self.sessions} SET lease_owner = %s, lease_expires = "
+                    "extract(epoch FROM clock_timestamp())::double precision + %s WHERE name = %s",
+                    (writer, ttl, name),
+                )
+                history = await conn.execute(
+                    f"SELECT body FROM {self.messages} WHERE session = %s ORDER BY seq", (name,)
+                )
                 attempt.committing = True
                 await conn.execute("COMMIT")
-                return Lease(owner, float(left))
-            await conn.execute(
-                f"UPDATE {self.sessions} SET lease_owner = %s, lease_expires = "
-                "extract(epoch FROM clock_timestamp())::double precision + %s WHERE name = %s",
-                (writer, ttl, name),
-            )
-            cursor = await conn.execute(
-                f"SELECT body FROM {self.messages} WHERE session = %s ORDER BY seq", (name,)
-            )
-            lines = [body for (body,) in await cursor.fetchall()]
-            attempt.committing = True
-            await conn.execute("COMMIT")
+            lines = [body for (body,) in await history.fetchall()]
             return StoredRecord(row[0], row[1], row[2], lines)
 
         # Idempotent: claiming again for the same writer finds its own lease.
-        return await self._op("claiming the session", work, idempotent=True)
+        return await self._op("claiming the session", work, idempotent=True, sets_timeouts=True)
 
     async def renew(self, name: str, writer: str, ttl: float) -> bool:
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> bool:
@@ -394,13 +398,15 @@ class PostgresSessionIO:
 
     async def release(self, name: str, writer: str) -> None:
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> None:
-            await conn.execute(
-                f"UPDATE {self.sessions} SET lease_owner = NULL, lease_expires = NULL "
-                "WHERE name = %s AND lease_owner = %s",
-                (name, writer),
-            )
+            async with conn.pipeline():  # one round trip with the timeouts
+                await attempt.timeouts(conn)
+                await conn.execute(
+                    f"UPDATE {self.sessions} SET lease_owner = NULL, lease_expires = NULL "
+                    "WHERE name = %s AND lease_owner = %s",
+                    (name, writer),
+                )
 
-        await self._op("releasing the lease", work, idempotent=True)
+        await self._op("releasing the lease", work, idempotent=True, sets_timeouts=True)
 
     async def _bump(
         self, conn: AsyncConnection[Any], name: str, expected: int, writer: str | None
