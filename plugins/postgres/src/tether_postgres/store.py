@@ -5,9 +5,11 @@ Every write moves the session's version from the one the writer expects to the n
 (``UPDATE ... WHERE version = %s``, which row-locks the session, so concurrent writers
 queue and all but the first find the version moved) and writes the message rows in the
 same transaction; a writer that finds another version, or whose lease another writer has
-taken over, gets :class:`~tether.errors.SessionConflictError` and nothing is written. A
-committed append survives a crash of the worker and, with PostgreSQL's default
-``synchronous_commit``, of the database server.
+taken over, gets :class:`~tether.errors.SessionConflictError` and nothing is written. An
+append is one round trip: one statement (the version bump and the insert in a
+data-modifying CTE, the insert only if the bump happened) sent in pipeline mode together
+with its timeouts. A committed append survives a crash of the worker and, with
+PostgreSQL's default ``synchronous_commit``, of the database server.
 
 Writers hold a lease (``lease_owner``, ``lease_expires`` by the server's clock; see
 :mod:`tether.sessions.versioned`); records that do not parse are copied to
