@@ -288,3 +288,41 @@ def test_nothing_is_written_while_recorded_steps_replay(monkeypatch: pytest.Monk
         assert len(store.lines) == 2
 
     asyncio.run(scenario())
+
+
+class _HeldStream(_Steps):
+    """Steps as on a first execution; stream writes wait for ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.written: list[list[int]] = []
+
+    async def write_stream_async(self, key: str, value: Any) -> None:
+        await self.release.wait()
+        self.written.append([event["seq"] for event in value if "seq" in event])
+
+
+def test_a_stream_write_in_flight_does_not_hold_its_step_and_is_counted_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        steps = _HeldStream()
+        monkeypatch.setattr(journal_module, "DBOS", steps)
+        monkeypatch.setattr(journal_module, "EVENTS_LATENCY_S", 0.0)  # due at once
+        journal = Journal(_Store(), "s")  # type: ignore[arg-type]
+        journal.event({"type": "run_start"})
+        tool = asyncio.ensure_future(journal.step("tether.tool.noop", _model("ok")))
+        await _settle()
+        assert tool.done() and steps.written == []  # ended with its write in flight
+        assert steps.outcomes[-1].events == 0  # not counted: not written yet
+        journal.event({"type": "tool_end"})
+        last = asyncio.ensure_future(journal.step("tether.flush", write_session=False))
+        await _settle()
+        assert not last.done()  # a run's last step waits for every write
+        steps.release.set()
+        await asyncio.wait_for(last, 10)
+        assert steps.written == [[1], [2]]  # in order, each once
+        assert [o.events for o in steps.outcomes] == [0, 2]  # counted by the step that saw them
+
+    asyncio.run(scenario())

@@ -21,7 +21,10 @@ write finds its own message already stored and accepts it (the version check wou
 otherwise refuse it). Events carry a sequence number, so a reader drops the copies a
 re-executed step publishes again. A step publishes the pending events only once the
 oldest is :data:`EVENTS_LATENCY_S` old (or in a model step's first batch of deltas):
-quick steps leave them to the next, so they share one stream write.
+quick steps leave them to the next, so they share one stream write. A stream write still
+in flight when a step's work ends goes on while DBOS records the step (as a model step's
+session writes do); the step that sees it done counts its events, and a run's last step
+waits for every write before it closes the stream.
 """
 
 from __future__ import annotations
@@ -89,6 +92,9 @@ class Journal:
         self._writer: asyncio.Future[None] | None = None
         self._written = 0
         self._events_lock = asyncio.Lock()
+        self._published = 0
+        """Events written to the stream since the last step that counted them."""
+        self._publish_error: BaseException | None = None
         self.live = False
         """Whether the last step was executed rather than replayed: then a write starts
         as soon as the loop makes it."""
@@ -202,17 +208,22 @@ class Journal:
             writing.add_done_callback(_consume)
         if stream.claimed is None and work is not None:
             publishing.cancel()  # not due yet: the next step publishes them
-        await asyncio.wait((publishing,))
-        failure = None if publishing.cancelled() else publishing.exception()
-        if failure is not None:
-            raise failure  # the events it claimed were not written: the step fails
+        if work is not None and not close_stream and not publishing.done():
+            # A write of events in flight goes on while DBOS records this step; the step
+            # that sees it done counts its events (a replay drops exactly those).
+            publishing.add_done_callback(_consume)
+        else:
+            await asyncio.wait((publishing,))  # after every earlier write (one at a time)
+        if self._publish_error is not None:
+            raise self._publish_error  # the events it claimed were not written
         if close_stream and error is None:
             await DBOS.close_stream_async(EVENTS)
         value = value if error is None else None
         written = 0
         if write_session:  # the writes done since the last step that counted them
             written, self._written = self._written, 0
-        return StepOutcome(value, error, written, stream.count, stream.deferred)
+        published, self._published = self._published, 0
+        return StepOutcome(value, error, written, published, stream.deferred)
 
     def _writing(self) -> asyncio.Future[None]:
         """The task writing the pending session writes in order, started if none is."""
@@ -297,11 +308,6 @@ class StepStream:
         self.claimed: int | None = None
         self.deferred: list[dict[str, Any]] = []
 
-    @property
-    def count(self) -> int:
-        """How many of the journal's events this execution published."""
-        return self.claimed or 0
-
     async def write(self, values: list[dict[str, Any]]) -> None:
         """Publish ``values`` now (after the journal's pending events, the first time)."""
         async with self._journal._events_lock:
@@ -309,9 +315,16 @@ class StepStream:
             if self.claimed is None:
                 batch = self._journal._claim_events()
                 self.claimed = len(batch)
+            claimed = len(batch)
             batch.extend(values)
             if batch:
-                await DBOS.write_stream_async(EVENTS, batch)
+                try:
+                    await DBOS.write_stream_async(EVENTS, batch)
+                except BaseException as exc:
+                    if claimed:  # lost from the journal: the run cannot go on
+                        self._journal._publish_error = exc
+                    raise
+            self._journal._published += claimed
 
     def later(self, values: list[dict[str, Any]]) -> None:
         """Leave ``values`` to a later step: they are recorded with this step's result
