@@ -21,6 +21,9 @@ Run (PostgreSQL on 127.0.0.1:5432; pydantic-ai in an environment of its own, see
 ``bench/README.md``)::
 
     python bench/durable_peer_bench.py --peer-python PEER_VENV/bin/python
+
+``--baseline-path`` adds a third side: tether with another version's sources first on
+its path, so a change is measured against what it replaces under the same load.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -89,9 +93,13 @@ def tether_child(url: str, rounds: int) -> None:
 class Side:
     """One framework's child process, serving runs on request."""
 
-    def __init__(self, command: list[str], url: str, rounds: int) -> None:
+    def __init__(self, command: list[str], url: str, rounds: int, path: str | None = None) -> None:
+        env = dict(os.environ)
+        if path:  # these source directories before the installed ones
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
             [*command, url, str(rounds)],
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -132,17 +140,26 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=60, help="measured runs per side")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured runs per side first")
     parser.add_argument("--tool-rounds", type=int, default=10, help="tool rounds per run")
+    parser.add_argument(
+        "--baseline-path",
+        help="also run tether with these source directories (os.pathsep-separated, e.g. "
+        "an export of an earlier commit's contrib/dbos/src and plugins/postgres/src) "
+        "first on its path: before and after in the same run",
+    )
     args = parser.parse_args()
     steps = 2 * args.tool_rounds + 1
     commands = {
         "tether": [sys.executable, str(Path(__file__).resolve()), "--child"],
         "pydantic_ai": [args.peer_python, str(HERE / "durable_peer_pydantic_ai.py")],
     }
+    if args.baseline_path:
+        commands["tether_baseline"] = commands["tether"]
     with contextlib.ExitStack() as stack:
         sides: dict[str, Side] = {}
         for key, command in commands.items():
             url = stack.enter_context(temporary_database(prefix=f"peer_bench_{key}"))
-            sides[key] = Side(command, url, args.tool_rounds)
+            path = args.baseline_path if key == "tether_baseline" else None
+            sides[key] = Side(command, url, args.tool_rounds, path)
             stack.callback(sides[key].close)
         for _ in range(args.warmup):
             for side in sides.values():
@@ -156,6 +173,8 @@ def main() -> None:
                 wall[key].append(out["wall"] / steps * 1e3)
                 cpu[key].append(out["cpu"] / steps * 1e3)
         names = {key: f"{side.name} (dbos {side._last_dbos})" for key, side in sides.items()}
+        if "tether_baseline" in names:
+            names["tether_baseline"] += ", baseline sources"
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
