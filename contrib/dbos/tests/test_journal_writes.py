@@ -298,9 +298,15 @@ class _HeldStream(_Steps):
         self.release = asyncio.Event()
         self.written: list[list[int]] = []
 
+        self.closed = False
+
     async def write_stream_async(self, key: str, value: Any) -> None:
         await self.release.wait()
+        assert not self.closed
         self.written.append([event["seq"] for event in value if "seq" in event])
+
+    async def close_stream_async(self, key: str) -> None:
+        self.closed = True
 
 
 def test_a_stream_write_in_flight_does_not_hold_its_step_and_is_counted_once(
@@ -319,10 +325,34 @@ def test_a_stream_write_in_flight_does_not_hold_its_step_and_is_counted_once(
         journal.event({"type": "tool_end"})
         last = asyncio.ensure_future(journal.step("tether.flush", write_session=False))
         await _settle()
-        assert not last.done()  # a run's last step waits for every write
+        assert not last.done()  # a flush waits for every write
         steps.release.set()
         await asyncio.wait_for(last, 10)
         assert steps.written == [[1], [2]]  # in order, each once
         assert [o.events for o in steps.outcomes] == [0, 2]  # counted by the step that saw them
+
+    asyncio.run(scenario())
+
+
+def test_the_end_of_a_run_waits_for_every_write_then_closes_the_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        steps = _HeldStream()
+        monkeypatch.setattr(journal_module, "DBOS", steps)
+        monkeypatch.setattr(journal_module, "EVENTS_LATENCY_S", 0.0)
+        store = _Store()
+        journal = Journal(store, "s")  # type: ignore[arg-type]
+        journal.event({"type": "run_start"})
+        await journal.step("tether.tool.noop", _model("ok"))  # its stream write in flight
+        journal.append(0, 0, Message.user("hello"))  # after an executed step: starts now
+        journal.event({"type": "done"})
+        end = asyncio.ensure_future(journal.finish())
+        await _settle()
+        assert not end.done() and not steps.closed
+        steps.release.set()
+        await asyncio.wait_for(end, 10)
+        assert steps.written == [[1], [2]] and steps.closed  # every event, then the close
+        assert len(store.lines) == 1
 
     asyncio.run(scenario())

@@ -23,8 +23,9 @@ re-executed step publishes again. A step publishes the pending events only once 
 oldest is :data:`EVENTS_LATENCY_S` old (or in a model step's first batch of deltas):
 quick steps leave them to the next, so they share one stream write. A stream write still
 in flight when a step's work ends goes on while DBOS records the step (as a model step's
-session writes do); the step that sees it done counts its events, and a run's last step
-waits for every write before it closes the stream.
+session writes do); the step that sees it done counts its events. At the run's end
+:meth:`Journal.finish` waits for every write, publishes the last events and closes the
+stream, outside any step.
 """
 
 from __future__ import annotations
@@ -124,7 +125,6 @@ class Journal:
         *,
         write_session: bool = True,
         session_alongside: bool = False,
-        close_stream: bool = False,
     ) -> T | None:
         """Run a DBOS step that writes the journal and does ``work`` (if any). Raises the
         tether error the step ended with, in this execution or the recorded one.
@@ -142,16 +142,14 @@ class Journal:
         writes still in flight to finish while DBOS records the step and starts the next
         one, which waits for them before its own work acts. A step records how many
         writes it saw done since the previous step's count (its own and those left in
-        flight before it), so a replay drops exactly those. With ``close_stream`` (a run's
-        last step), a step that ends without an error closes the run's event stream after
-        its events, saving the run an operation of its own for that.
+        flight before it), so a replay drops exactly those.
         """
         executed = False
 
         async def body() -> StepOutcome:
             nonlocal executed
             executed = True
-            return await self._execute(work, write_session, session_alongside, close_stream)
+            return await self._execute(work, write_session, session_alongside)
 
         outcome: StepOutcome = await DBOS.run_step_async({"name": name}, body)
         self.live = executed
@@ -166,12 +164,28 @@ class Journal:
         result: T | None = outcome.value
         return result
 
+    async def finish(self) -> None:
+        """End the run's journal outside any step: wait for every session write, publish
+        the pending events and close the stream (two recorded DBOS operations instead of
+        a step and one). A replay after a crash redoes the writes (each finds itself
+        stored and is accepted) and skips the recorded operations.
+
+        :raises SessionConflictError: a write was refused.
+        """
+        await self._write_all()
+        async with self._events_lock:  # after every stream write still in flight
+            if self._publish_error is not None:
+                raise self._publish_error
+            batch = self._claim_events()
+            if batch:
+                await DBOS.write_stream_async(EVENTS, batch)
+        await DBOS.close_stream_async(EVENTS)
+
     async def _execute(
         self,
         work: Callable[[StepStream], Awaitable[T]] | None,
         write_session: bool,
         session_alongside: bool,
-        close_stream: bool = False,
     ) -> StepOutcome:
         stream = StepStream(self)
         publishing = asyncio.ensure_future(stream.when_due() if work else stream.finish())
@@ -208,7 +222,7 @@ class Journal:
             writing.add_done_callback(_consume)
         if stream.claimed is None and work is not None:
             publishing.cancel()  # not due yet: the next step publishes them
-        if work is not None and not close_stream and not publishing.done():
+        if work is not None and not publishing.done():
             # A write of events in flight goes on while DBOS records this step; the step
             # that sees it done counts its events (a replay drops exactly those).
             publishing.add_done_callback(_consume)
@@ -216,8 +230,6 @@ class Journal:
             await asyncio.wait((publishing,))  # after every earlier write (one at a time)
         if self._publish_error is not None:
             raise self._publish_error  # the events it claimed were not written
-        if close_stream and error is None:
-            await DBOS.close_stream_async(EVENTS)
         value = value if error is None else None
         written = 0
         if write_session:  # the writes done since the last step that counted them

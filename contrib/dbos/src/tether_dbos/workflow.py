@@ -36,8 +36,9 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     writes are steps; everything between them is replayed deterministically from their
     recorded results after a crash. Session writes and events go through the run's
     :class:`~tether_dbos.journal.Journal`: a write starts as soon as the loop makes it
-    (while replaying, with the next executed step), events wait for the next step. The
-    run's last step also closes its event stream.
+    (while replaying, with the next executed step), events wait for the next step. At
+    the run's end the journal waits for the last writes, publishes the last events and
+    closes the event stream without a step of its own.
     A run suspended for approval waits (durably) for :meth:`RunHandle.approve`; one
     submitted with ``wait_for_reply_s`` waits for :meth:`RunHandle.reply`.
     """
@@ -57,9 +58,11 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
             waits = (result.outcome is Outcome.SUSPENDED and bool(result.pending)) or (
                 spec.wait_for_reply_s is not None
             )
-            # The last flush closes the event stream too: one operation instead of two.
-            await journal.step("tether.flush", close_stream=not waits)
-            closed = not waits
+            if waits:
+                await journal.step("tether.flush")
+            else:  # the run's end: no step needed after it
+                await journal.finish()
+                closed = True
             if result.outcome is Outcome.SUSPENDED and result.pending:
                 decisions = await DBOS.recv_async(APPROVAL, timeout_seconds=spec.approval_timeout_s)
                 if decisions is None:
