@@ -21,6 +21,9 @@ Run (PostgreSQL on 127.0.0.1:5432; pydantic-ai in an environment of its own, see
 ``bench/README.md``)::
 
     python bench/durable_peer_bench.py --peer-python PEER_VENV/bin/python
+
+``--baseline-path`` adds a third side: tether with another version's sources first on
+its path, so a change is measured against what it replaces under the same load.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -46,32 +50,6 @@ def log(text: str) -> None:
 
 
 # -- tether's side (a child process) --------------------------------------------------------
-def use_single_statement_append() -> None:
-    """Make the PostgreSQL session store append a message in one statement (one round
-    trip: the version bump and the insert in a data-modifying CTE) instead of a
-    transaction of two statements (four round trips: BEGIN, UPDATE, INSERT, COMMIT). For
-    ``--single-statement-append`` only: what a cheaper append would give a durable step."""
-    from tether.sessions.versioned import conflict
-    from tether_postgres.store import PostgresSessionIO
-
-    async def append(self: Any, name: str, expected: int, position: int, line: str) -> int:
-        async with self._connection() as conn:
-            cursor = await conn.execute(
-                f"WITH bumped AS (UPDATE {self.sessions} SET version = version + 1, "
-                "updated_at = now() WHERE name = %s AND version = %s RETURNING version) "
-                f"INSERT INTO {self.messages} (session, seq, body) SELECT %s, %s, %s "
-                "FROM bumped RETURNING (SELECT version FROM bumped)",
-                (name, expected, name, position, line),
-            )
-            row = await cursor.fetchone()
-        if row is None:
-            raise conflict(name, expected, None)
-        version: int = row[0]
-        return version
-
-    PostgresSessionIO.append = append  # type: ignore[method-assign]
-
-
 def tether_child(url: str, rounds: int) -> None:
     """Serve runs of tether's durable agent, one per ``run`` line on stdin (the protocol of
     ``durable_peer_pydantic_ai.py``)."""
@@ -115,9 +93,13 @@ def tether_child(url: str, rounds: int) -> None:
 class Side:
     """One framework's child process, serving runs on request."""
 
-    def __init__(self, command: list[str], url: str, rounds: int) -> None:
+    def __init__(self, command: list[str], url: str, rounds: int, path: str | None = None) -> None:
+        env = dict(os.environ)
+        if path:  # these source directories before the installed ones
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
             [*command, url, str(rounds)],
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -159,9 +141,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured runs per side first")
     parser.add_argument("--tool-rounds", type=int, default=10, help="tool rounds per run")
     parser.add_argument(
-        "--single-statement-append",
-        action="store_true",
-        help="also run tether with the session store appending in one statement",
+        "--baseline-path",
+        help="also run tether with these source directories (os.pathsep-separated, e.g. "
+        "an export of an earlier commit's contrib/dbos/src and plugins/postgres/src) "
+        "first on its path: before and after in the same run",
     )
     args = parser.parse_args()
     steps = 2 * args.tool_rounds + 1
@@ -169,16 +152,14 @@ def main() -> None:
         "tether": [sys.executable, str(Path(__file__).resolve()), "--child"],
         "pydantic_ai": [args.peer_python, str(HERE / "durable_peer_pydantic_ai.py")],
     }
-    if args.single_statement_append:
-        commands["tether_single_statement_append"] = [
-            *commands["tether"],
-            "--single-statement-append",
-        ]
+    if args.baseline_path:
+        commands["tether_baseline"] = commands["tether"]
     with contextlib.ExitStack() as stack:
         sides: dict[str, Side] = {}
         for key, command in commands.items():
             url = stack.enter_context(temporary_database(prefix=f"peer_bench_{key}"))
-            sides[key] = Side(command, url, args.tool_rounds)
+            path = args.baseline_path if key == "tether_baseline" else None
+            sides[key] = Side(command, url, args.tool_rounds, path)
             stack.callback(sides[key].close)
         for _ in range(args.warmup):
             for side in sides.values():
@@ -192,8 +173,8 @@ def main() -> None:
                 wall[key].append(out["wall"] / steps * 1e3)
                 cpu[key].append(out["cpu"] / steps * 1e3)
         names = {key: f"{side.name} (dbos {side._last_dbos})" for key, side in sides.items()}
-        if "tether_single_statement_append" in names:
-            names["tether_single_statement_append"] += ", single-statement append"
+        if "tether_baseline" in names:
+            names["tether_baseline"] += ", baseline sources"
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
@@ -236,9 +217,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        if "--single-statement-append" in sys.argv:
-            sys.argv.remove("--single-statement-append")
-            use_single_statement_append()
         tether_child(sys.argv[2], int(sys.argv[3]))
     else:
         main()

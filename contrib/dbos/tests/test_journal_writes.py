@@ -238,3 +238,121 @@ def test_a_resumed_run_writes_each_message_once_after_a_crash_behind_a_model_ste
 
     asyncio.run(scenario())
     assert store.lines == [m.to_json() for m in messages[:4]]
+
+
+async def _settle() -> None:
+    """Let the tasks started so far run until they wait on something."""
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+def test_a_write_after_an_executed_step_starts_at_once_and_the_next_step_counts_it(
+    steps: _Steps,
+) -> None:
+    async def scenario() -> None:
+        store = _Store()
+        journal = Journal(store, "s")  # type: ignore[arg-type]
+        journal.append(0, 0, Message.user("hello"))
+        await journal.step("tether.model", _model("call"), session_alongside=True)
+        await _settle()
+        journal.append(1, 1, Message(role="assistant", content=[]))
+        await _settle()
+        # Written while DBOS would still be recording the model step, before any step.
+        assert len(store.lines) == 2
+        acted: list[int] = []
+
+        async def tool(stream: StepStream) -> str:
+            acted.append(len(store.lines))
+            return "ok"
+
+        await journal.step("tether.tool.noop", tool)
+        assert acted == [2]
+        assert sum(o.writes for o in steps.outcomes) == 2  # each write counted once
+
+    asyncio.run(scenario())
+
+
+def test_nothing_is_written_while_recorded_steps_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        store = _Store()
+        store.lines = [Message.user("hello").to_json()]  # what the first execution wrote
+        recorded = [StepOutcome("call", None, 1, 0)]
+        monkeypatch.setattr(journal_module, "DBOS", _ReplayingSteps(recorded))
+        journal = Journal(store, "s")  # type: ignore[arg-type]
+        journal.append(0, 0, Message.user("hello"))
+        await journal.step("tether.model", _model("call"), session_alongside=True)  # replayed
+        journal.append(1, 1, Message(role="assistant", content=[]))
+        await _settle()
+        assert len(store.lines) == 1  # a replay writes nothing outside a step
+        await journal.step("tether.tool.noop", _model("ok"))  # executed: writes it
+        assert len(store.lines) == 2
+
+    asyncio.run(scenario())
+
+
+class _HeldStream(_Steps):
+    """Steps as on a first execution; stream writes wait for ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.written: list[list[int]] = []
+
+        self.closed = False
+
+    async def write_stream_async(self, key: str, value: Any) -> None:
+        await self.release.wait()
+        assert not self.closed
+        self.written.append([event["seq"] for event in value if "seq" in event])
+
+    async def close_stream_async(self, key: str) -> None:
+        self.closed = True
+
+
+def test_a_stream_write_in_flight_does_not_hold_its_step_and_is_counted_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        steps = _HeldStream()
+        monkeypatch.setattr(journal_module, "DBOS", steps)
+        monkeypatch.setattr(journal_module, "EVENTS_LATENCY_S", 0.0)  # due at once
+        journal = Journal(_Store(), "s")  # type: ignore[arg-type]
+        journal.event({"type": "run_start"})
+        tool = asyncio.ensure_future(journal.step("tether.tool.noop", _model("ok")))
+        await _settle()
+        assert tool.done() and steps.written == []  # ended with its write in flight
+        assert steps.outcomes[-1].events == 0  # not counted: not written yet
+        journal.event({"type": "tool_end"})
+        last = asyncio.ensure_future(journal.step("tether.flush", write_session=False))
+        await _settle()
+        assert not last.done()  # a flush waits for every write
+        steps.release.set()
+        await asyncio.wait_for(last, 10)
+        assert steps.written == [[1], [2]]  # in order, each once
+        assert [o.events for o in steps.outcomes] == [0, 2]  # counted by the step that saw them
+
+    asyncio.run(scenario())
+
+
+def test_the_end_of_a_run_waits_for_every_write_then_closes_the_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        steps = _HeldStream()
+        monkeypatch.setattr(journal_module, "DBOS", steps)
+        monkeypatch.setattr(journal_module, "EVENTS_LATENCY_S", 0.0)
+        store = _Store()
+        journal = Journal(store, "s")  # type: ignore[arg-type]
+        journal.event({"type": "run_start"})
+        await journal.step("tether.tool.noop", _model("ok"))  # its stream write in flight
+        journal.append(0, 0, Message.user("hello"))  # after an executed step: starts now
+        journal.event({"type": "done"})
+        end = asyncio.ensure_future(journal.finish())
+        await _settle()
+        assert not end.done() and not steps.closed
+        steps.release.set()
+        await asyncio.wait_for(end, 10)
+        assert steps.written == [[1], [2]] and steps.closed  # every event, then the close
+        assert len(store.lines) == 1
+
+    asyncio.run(scenario())

@@ -8,7 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from tether.errors import ConfigError, SessionError
+from tether.errors import ConfigError, SessionConflictError, SessionError
+from tether.sessions.versioned import StoredRecord
 from tether.testing import SessionStoreContract
 from tether_postgres import PostgresSessionStore
 from tether_postgres.testing import temporary_database
@@ -86,3 +87,26 @@ def test_the_test_database_is_dropped_afterwards() -> None:
     with psycopg.connect(base_dsn()) as conn:
         row = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
     assert row is None
+
+
+async def test_a_refused_append_writes_nothing_and_names_the_version_it_found(
+    database: str,
+) -> None:
+    store = PostgresSessionStore(database, max_connections=2)
+    io = store.io
+    await io.create("refused", "id-1", 0.0)
+    assert await io.append("refused", 0, 0, '"first"') == 1
+    with pytest.raises(SessionConflictError) as stale:
+        await io.append("refused", 0, 1, '"stale"')
+    assert stale.value.actual == 1
+    claimed = await io.claim("refused", "writer-a", 30.0, "id-1", 0.0)
+    assert isinstance(claimed, StoredRecord)
+    with pytest.raises(SessionConflictError, match="lease"):
+        await io.append("refused", 1, 1, '"not the lease holder"', "writer-b")
+    assert await io.append("refused", 1, 1, '"second"', "writer-a") == 2
+    record = await io.load("refused")
+    assert record is not None and record.lines == ['"first"', '"second"']
+    with pytest.raises(SessionConflictError) as gone:
+        await io.append("missing", 0, 0, '"x"')
+    assert gone.value.actual is None
+    await store.aclose()

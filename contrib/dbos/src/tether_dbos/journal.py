@@ -8,16 +8,24 @@ waiting here was produced from checkpointed step results, so after a crash the r
 loop produces it again, and the step that writes it is re-executed.
 
 Every step reports how many session writes and events it wrote; that count is part of
-its recorded result, so a replay drops exactly what the first execution wrote. A model
-step does not wait for its session writes (a request has no side effect): they finish
-while DBOS records it and starts the next step, which waits for them before its work
-acts (a tool's side effect never happens after a refused write) and counts them. When a
+its recorded result, so a replay drops exactly what the first execution wrote. A write
+the loop makes after a step that was executed (not replayed) starts at once, while DBOS
+records that step and starts the next (a model's response is written while its step is
+recorded); a model step does not wait for its session writes either (a request has no
+side effect). The next step waits for every write before its work acts (a tool's side
+effect never happens after a refused write) and counts the ones done since the step
+before it. While a run replays recorded steps nothing is written until a step executes:
+those writes may be in the store already, and the step that executes finds them. When a
 worker dies after a store commit but before DBOS recorded the step, the re-executed
 write finds its own message already stored and accepts it (the version check would
 otherwise refuse it). Events carry a sequence number, so a reader drops the copies a
 re-executed step publishes again. A step publishes the pending events only once the
 oldest is :data:`EVENTS_LATENCY_S` old (or in a model step's first batch of deltas):
-quick steps leave them to the next, so they share one stream write.
+quick steps leave them to the next, so they share one stream write. A stream write still
+in flight when a step's work ends goes on while DBOS records the step (as a model step's
+session writes do); the step that sees it done counts its events. At the run's end
+:meth:`Journal.finish` waits for every write, publishes the last events and closes the
+stream, outside any step.
 """
 
 from __future__ import annotations
@@ -85,13 +93,23 @@ class Journal:
         self._writer: asyncio.Future[None] | None = None
         self._written = 0
         self._events_lock = asyncio.Lock()
+        self._published = 0
+        """Events written to the stream since the last step that counted them."""
+        self._publish_error: BaseException | None = None
+        self.live = False
+        """Whether the last step was executed rather than replayed: then a write starts
+        as soon as the loop makes it."""
 
     # -- filled by the loop ---------------------------------------------------------------
     def append(self, expected: int, position: int, message: Message) -> None:
         self._writes.append(_Append(expected, position, message.to_json()))
+        if self.live:
+            self._writing()
 
     def replace(self, expected: int, messages: list[Message]) -> None:
         self._writes.append(_Replace(expected, [m.to_json() for m in messages]))
+        if self.live:
+            self._writing()
 
     def event(self, event: dict[str, Any]) -> None:
         self._seq += 1
@@ -134,6 +152,7 @@ class Journal:
             return await self._execute(work, write_session, session_alongside)
 
         outcome: StepOutcome = await DBOS.run_step_async({"name": name}, body)
+        self.live = executed
         if not executed:  # replayed: drop what the recorded execution wrote
             del self._writes[: outcome.writes]
             del self._events[: outcome.events]
@@ -144,6 +163,23 @@ class Journal:
             raise outcome.error
         result: T | None = outcome.value
         return result
+
+    async def finish(self) -> None:
+        """End the run's journal outside any step: wait for every session write, publish
+        the pending events and close the stream (two recorded DBOS operations instead of
+        a step and one). A replay after a crash redoes the writes (each finds itself
+        stored and is accepted) and skips the recorded operations.
+
+        :raises SessionConflictError: a write was refused.
+        """
+        await self._write_all()
+        async with self._events_lock:  # after every stream write still in flight
+            if self._publish_error is not None:
+                raise self._publish_error
+            batch = self._claim_events()
+            if batch:
+                await DBOS.write_stream_async(EVENTS, batch)
+        await DBOS.close_stream_async(EVENTS)
 
     async def _execute(
         self,
@@ -186,15 +222,20 @@ class Journal:
             writing.add_done_callback(_consume)
         if stream.claimed is None and work is not None:
             publishing.cancel()  # not due yet: the next step publishes them
-        await asyncio.wait((publishing,))
-        failure = None if publishing.cancelled() else publishing.exception()
-        if failure is not None:
-            raise failure  # the events it claimed were not written: the step fails
+        if work is not None and not publishing.done():
+            # A write of events in flight goes on while DBOS records this step; the step
+            # that sees it done counts its events (a replay drops exactly those).
+            publishing.add_done_callback(_consume)
+        else:
+            await asyncio.wait((publishing,))  # after every earlier write (one at a time)
+        if self._publish_error is not None:
+            raise self._publish_error  # the events it claimed were not written
         value = value if error is None else None
         written = 0
         if write_session:  # the writes done since the last step that counted them
             written, self._written = self._written, 0
-        return StepOutcome(value, error, written, stream.count, stream.deferred)
+        published, self._published = self._published, 0
+        return StepOutcome(value, error, written, published, stream.deferred)
 
     def _writing(self) -> asyncio.Future[None]:
         """The task writing the pending session writes in order, started if none is."""
@@ -279,11 +320,6 @@ class StepStream:
         self.claimed: int | None = None
         self.deferred: list[dict[str, Any]] = []
 
-    @property
-    def count(self) -> int:
-        """How many of the journal's events this execution published."""
-        return self.claimed or 0
-
     async def write(self, values: list[dict[str, Any]]) -> None:
         """Publish ``values`` now (after the journal's pending events, the first time)."""
         async with self._journal._events_lock:
@@ -291,9 +327,16 @@ class StepStream:
             if self.claimed is None:
                 batch = self._journal._claim_events()
                 self.claimed = len(batch)
+            claimed = len(batch)
             batch.extend(values)
             if batch:
-                await DBOS.write_stream_async(EVENTS, batch)
+                try:
+                    await DBOS.write_stream_async(EVENTS, batch)
+                except BaseException as exc:
+                    if claimed:  # lost from the journal: the run cannot go on
+                        self._journal._publish_error = exc
+                    raise
+            self._journal._published += claimed
 
     def later(self, values: list[dict[str, Any]]) -> None:
         """Leave ``values`` to a later step: they are recorded with this step's result

@@ -66,7 +66,15 @@ async def open_durable_session(
         finally:
             await close_session(session)
 
-    loaded = await DBOS.run_step_async({"name": "tether.session.open"}, load)
+    executed = False
+
+    async def opening() -> _Loaded:
+        nonlocal executed
+        executed = True
+        return await load()
+
+    loaded = await DBOS.run_step_async({"name": "tether.session.open"}, opening)
+    journal.live = executed
     messages = [Message.from_json(line) for line in loaded.lines]
     return DurableSession(journal, name, loaded.id, loaded.version, messages, loaded.report)
 

@@ -34,8 +34,11 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     The loop is tether's own (:meth:`tether.Agent.stream`) behind a
     :class:`~tether_dbos.boundary.DbosBoundary`: model requests, tool calls and session
     writes are steps; everything between them is replayed deterministically from their
-    recorded results after a crash. Session writes and events wait in the run's
-    :class:`~tether_dbos.journal.Journal` for the next step, which writes them.
+    recorded results after a crash. Session writes and events go through the run's
+    :class:`~tether_dbos.journal.Journal`: a write starts as soon as the loop makes it
+    (while replaying, with the next executed step), events wait for the next step. At
+    the run's end the journal waits for the last writes, publishes the last events and
+    closes the event stream without a step of its own.
     A run suspended for approval waits (durably) for :meth:`RunHandle.approve`; one
     submitted with ``wait_for_reply_s`` waits for :meth:`RunHandle.reply`.
     """
@@ -48,10 +51,18 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
     boundary = DbosBoundary(journal, deltas=worker.settings.deltas)
     stream = agent.stream(Message.from_json(spec.prompt), session=session, boundary=boundary)
     result: RunResult | None = None
+    closed = False
     try:
         while True:
             result = await _publish(stream, journal)
-            await journal.step("tether.flush")
+            waits = (result.outcome is Outcome.SUSPENDED and bool(result.pending)) or (
+                spec.wait_for_reply_s is not None
+            )
+            if waits:
+                await journal.step("tether.flush")
+            else:  # the run's end: no step needed after it
+                await journal.finish()
+                closed = True
             if result.outcome is Outcome.SUSPENDED and result.pending:
                 decisions = await DBOS.recv_async(APPROVAL, timeout_seconds=spec.approval_timeout_s)
                 if decisions is None:
@@ -71,7 +82,8 @@ async def durable_run(spec_data: dict[str, object]) -> RunResult:
             await journal.step("tether.flush_events", write_session=False)
         raise
     finally:
-        await DBOS.close_stream_async(EVENTS)
+        if not closed:
+            await DBOS.close_stream_async(EVENTS)
     assert result is not None
     return result
 

@@ -5,9 +5,11 @@ Every write moves the session's version from the one the writer expects to the n
 (``UPDATE ... WHERE version = %s``, which row-locks the session, so concurrent writers
 queue and all but the first find the version moved) and writes the message rows in the
 same transaction; a writer that finds another version, or whose lease another writer has
-taken over, gets :class:`~tether.errors.SessionConflictError` and nothing is written. A
-committed append survives a crash of the worker and, with PostgreSQL's default
-``synchronous_commit``, of the database server.
+taken over, gets :class:`~tether.errors.SessionConflictError` and nothing is written. An
+append is one round trip: one statement (the version bump and the insert in a
+data-modifying CTE, the insert only if the bump happened) sent in pipeline mode together
+with its timeouts. A committed append survives a crash of the worker and, with
+PostgreSQL's default ``synchronous_commit``, of the database server.
 
 Writers hold a lease (``lease_owner``, ``lease_expires`` by the server's clock; see
 :mod:`tether.sessions.versioned`); records that do not parse are copied to
@@ -101,6 +103,13 @@ class _Attempt:
 
     conn: AsyncConnection[Any] | None = None
     committing: bool = False
+    until: float = 0.0
+    """When the operation's budget ends (``time.monotonic()``)."""
+
+    async def timeouts(self, conn: AsyncConnection[Any]) -> None:
+        """Send the statement and lock timeouts of the time left (see :func:`_set_timeouts`);
+        in pipeline mode, this adds no round trip of its own."""
+        await _set_timeouts(conn, max(self.until - time.monotonic(), 0.0))
 
     async def abort(self) -> None:
         """Drop the connection without a word to the server (it may be stalled)."""
@@ -227,10 +236,15 @@ class PostgresSessionIO:
         self._pool = pool
         return pool
 
-    async def _op(self, what: str, work: Work[T], *, idempotent: bool) -> T:
+    async def _op(
+        self, what: str, work: Work[T], *, idempotent: bool, sets_timeouts: bool = False
+    ) -> T:
         """Run ``work`` on a pooled connection within the operation's budget; retry it on
         a fresh connection when the server had closed the one it got and nothing can have
-        been committed (or the work is ``idempotent``).
+        been committed (or the work is ``idempotent``). Unless ``sets_timeouts`` (the work
+        sends :meth:`_Attempt.timeouts` itself, in the same round trip as its statement),
+        the connection's statement and lock timeouts are set first, a round trip of their
+        own.
 
         :raises SessionTimeoutError: the budget ran out (the run's deadline, or timeout_s).
         :raises SessionError: the store failed.
@@ -242,7 +256,7 @@ class PostgresSessionIO:
             attempt = _Attempt()
             try:
                 return await bounded(
-                    self._attempt(work, left, attempt, what),
+                    self._attempt(work, left, attempt, what, sets_timeouts),
                     left,
                     store="postgres",
                     what=what,
@@ -256,7 +270,9 @@ class PostgresSessionIO:
                     ) from None
         raise AssertionError("unreachable")
 
-    async def _attempt(self, work: Work[T], budget: WaitBudget, attempt: _Attempt, what: str) -> T:
+    async def _attempt(
+        self, work: Work[T], budget: WaitBudget, attempt: _Attempt, what: str, sets_timeouts: bool
+    ) -> T:
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -272,7 +288,9 @@ class PostgresSessionIO:
             raise left().error("postgres", f"{what} (no connection could be had)") from None
         attempt.conn = conn
         try:
-            await _set_timeouts(conn, left().seconds)
+            attempt.until = until
+            if not sets_timeouts:
+                await _set_timeouts(conn, left().seconds)
             return await work(conn, attempt)
         except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
             await conn.close()
@@ -328,41 +346,45 @@ class PostgresSessionIO:
         created_at: float,
         replacing: str | None = None,
     ) -> StoredRecord | Lease:
+        # Two round trips, pipelined: the timeouts, the insert and the locking read; then
+        # the lease, the history and the commit.
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> StoredRecord | Lease:
-            await conn.execute("BEGIN")
-            await conn.execute(
-                f"INSERT INTO {self.sessions} (name, id, created_at, version) "
-                "VALUES (%s, %s, %s, 0) ON CONFLICT (name) DO NOTHING",
-                (name, session_id, created_at),
-            )
-            cursor = await conn.execute(
-                "SELECT id, created_at, version, lease_owner, "
-                "lease_expires - extract(epoch FROM clock_timestamp())::double precision "
-                f"FROM {self.sessions} WHERE name = %s FOR UPDATE",
-                (name,),
-            )
-            row = await cursor.fetchone()
-            assert row is not None
-            owner, left = row[3], row[4]
-            if owner is not None and owner not in (writer, replacing) and left > 0:
+            async with conn.pipeline():
+                await attempt.timeouts(conn)
+                await conn.execute("BEGIN")
+                await conn.execute(
+                    f"INSERT INTO {self.sessions} (name, id, created_at, version) "
+                    "VALUES (%s, %s, %s, 0) ON CONFLICT (name) DO NOTHING",
+                    (name, session_id, created_at),
+                )
+                cursor = await conn.execute(
+                    "SELECT id, created_at, version, lease_owner, "
+                    "lease_expires - extract(epoch FROM clock_timestamp())::double precision "
+                    f"FROM {self.sessions} WHERE name = %s FOR UPDATE",
+                    (name,),
+                )
+                row = await cursor.fetchone()
+                assert row is not None
+                owner, left = row[3], row[4]
+                if owner is not None and owner not in (writer, replacing) and left > 0:
+                    attempt.committing = True
+                    await conn.execute("COMMIT")
+                    return Lease(owner, float(left))
+                await conn.execute(
+                    f"UPDATE {self.sessions} SET lease_owner = %s, lease_expires = "
+                    "extract(epoch FROM clock_timestamp())::double precision + %s WHERE name = %s",
+                    (writer, ttl, name),
+                )
+                history = await conn.execute(
+                    f"SELECT body FROM {self.messages} WHERE session = %s ORDER BY seq", (name,)
+                )
                 attempt.committing = True
                 await conn.execute("COMMIT")
-                return Lease(owner, float(left))
-            await conn.execute(
-                f"UPDATE {self.sessions} SET lease_owner = %s, lease_expires = "
-                "extract(epoch FROM clock_timestamp())::double precision + %s WHERE name = %s",
-                (writer, ttl, name),
-            )
-            cursor = await conn.execute(
-                f"SELECT body FROM {self.messages} WHERE session = %s ORDER BY seq", (name,)
-            )
-            lines = [body for (body,) in await cursor.fetchall()]
-            attempt.committing = True
-            await conn.execute("COMMIT")
+            lines = [body for (body,) in await history.fetchall()]
             return StoredRecord(row[0], row[1], row[2], lines)
 
         # Idempotent: claiming again for the same writer finds its own lease.
-        return await self._op("claiming the session", work, idempotent=True)
+        return await self._op("claiming the session", work, idempotent=True, sets_timeouts=True)
 
     async def renew(self, name: str, writer: str, ttl: float) -> bool:
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> bool:
@@ -378,13 +400,15 @@ class PostgresSessionIO:
 
     async def release(self, name: str, writer: str) -> None:
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> None:
-            await conn.execute(
-                f"UPDATE {self.sessions} SET lease_owner = NULL, lease_expires = NULL "
-                "WHERE name = %s AND lease_owner = %s",
-                (name, writer),
-            )
+            async with conn.pipeline():  # one round trip with the timeouts
+                await attempt.timeouts(conn)
+                await conn.execute(
+                    f"UPDATE {self.sessions} SET lease_owner = NULL, lease_expires = NULL "
+                    "WHERE name = %s AND lease_owner = %s",
+                    (name, writer),
+                )
 
-        await self._op("releasing the lease", work, idempotent=True)
+        await self._op("releasing the lease", work, idempotent=True, sets_timeouts=True)
 
     async def _bump(
         self, conn: AsyncConnection[Any], name: str, expected: int, writer: str | None
@@ -411,18 +435,34 @@ class PostgresSessionIO:
     async def append(
         self, name: str, expected: int, position: int, line: str, writer: str | None = None
     ) -> int:
+        # One round trip: the timeouts and one statement (the version check and bump, and
+        # the insert only if the bump happened) go out together in pipeline mode, and the
+        # statement commits on its own. Only a refused write takes a second look.
         async def work(conn: AsyncConnection[Any], attempt: _Attempt) -> int:
-            await conn.execute("BEGIN")
-            version = await self._bump(conn, name, expected, writer)
-            await conn.execute(
-                f"INSERT INTO {self.messages} (session, seq, body) VALUES (%s, %s, %s)",
-                (name, position, line),
-            )
             attempt.committing = True
-            await conn.execute("COMMIT")
-            return version
+            async with conn.pipeline():
+                await attempt.timeouts(conn)
+                cursor = await conn.execute(
+                    f"WITH bumped AS (UPDATE {self.sessions} SET version = version + 1, "
+                    "updated_at = now() WHERE name = %s AND version = %s "
+                    "AND (%s::text IS NULL OR lease_owner = %s) RETURNING version), "
+                    f"stored AS (INSERT INTO {self.messages} (session, seq, body) "
+                    "SELECT %s, %s, %s FROM bumped) SELECT version FROM bumped",
+                    (name, expected, writer, writer, name, position, line),
+                )
+            row = await cursor.fetchone()
+            if row is not None:
+                version: int = row[0]
+                return version
+            cursor = await conn.execute(
+                f"SELECT version FROM {self.sessions} WHERE name = %s", (name,)
+            )
+            found = await cursor.fetchone()
+            if found is not None and found[0] == expected:
+                raise lease_lost(name, expected)
+            raise conflict(name, expected, None if found is None else found[0])
 
-        return await self._op("appending a message", work, idempotent=False)
+        return await self._op("appending a message", work, idempotent=False, sets_timeouts=True)
 
     async def replace(
         self, name: str, expected: int, lines: Sequence[str], writer: str | None = None
