@@ -169,7 +169,10 @@ class DurableServer:
     ) -> EventStreamResponse:
         """Stream the durable run from after event ``after`` (its position in the run's
         durable stream), or, with ``resumed_from``, from after the ``done`` that
-        suspended on those calls. Disconnecting detaches; the run goes on."""
+        suspended on those calls, up to the next ``done`` (a suspended run's stream ends
+        there, as in-process; the approvals endpoint streams what follows).
+        ``approval_request`` events (one per pending call) go just before a suspended
+        ``done``, with its id. Disconnecting detaches; the run goes on."""
         encoder = encoder_for(protocol, run_id, session_id)
         handle = self.runs.handle(run_id)
         keepalive = self.settings.keepalive_s
@@ -205,11 +208,13 @@ class DurableServer:
                     if position <= after:
                         continue
                     extra = _approval_requests(event, session_id) if suspended else []
-                    for item in [event, *extra]:
+                    for item in [*extra, event]:
                         encoded = encoder.encode(item)
                         if encoded:
                             encoded[-1] = f"id: {position}\n{encoded[-1]}"
                             yield "".join(encoded)
+                    if event.get("type") == "done":
+                        break  # a suspended run goes on only once decided
             finally:
                 if pending is not None and not pending.done():
                     pending.cancel()
