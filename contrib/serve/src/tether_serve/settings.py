@@ -104,7 +104,14 @@ class ServeSettings:
     resume with ``Last-Event-ID`` on any server, and ownership lives in PostgreSQL."""
 
 
-_SCALARS = {
+def boolean(value: Any) -> bool:
+    """``true`` or ``false`` (TOML booleans only: the string ``"false"`` is refused)."""
+    if not isinstance(value, bool):
+        raise TypeError(value)
+    return value
+
+
+_SCALARS: dict[str, Any] = {
     "host": str,
     "port": int,
     "max_body_bytes": int,
@@ -117,7 +124,7 @@ _SCALARS = {
     "keepalive_s": float,
     "run_log": str,
     "sessions_dir": str,
-    "durable": bool,
+    "durable": boolean,
 }
 
 
