@@ -220,6 +220,8 @@ def test_cancel_through_either_server_cancels_the_durable_run(cluster: Cluster) 
     cancelled = httpx.post(f"{two}/v1/runs/{run_id}/cancel", headers=ACME, timeout=30)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     assert httpx.get(f"{one}/v1/runs/{run_id}", headers=ACME).json()["status"] == "cancelled"
+    again = _stream("POST", f"{one}/v1/sessions/cancel-1/runs", ACME, {"prompt": "theta"})
+    assert again[-1]["outcome"] == "suspended"  # a cancelled run leaves the session usable
 
 
 def test_another_tenant_finds_none_of_a_tenants_durable_sessions_or_runs(
@@ -248,6 +250,12 @@ def test_another_tenant_finds_none_of_a_tenants_durable_sessions_or_runs(
     assert theirs[-2]["arguments"] == {"text": "zeta"}
     ours = httpx.get(f"{one}/v1/sessions/private-1", headers=ACME).json()
     assert ours["runs"] == [run_id]
+    # acme's session is busy while its run waits for a decision, on every server
+    for base in (one, two):
+        busy = httpx.post(
+            f"{base}/v1/sessions/private-1/runs", headers=ACME, json={"prompt": "eta"}, timeout=30
+        )
+        assert busy.status_code == 409 and busy.json()["error"]["type"] == "busy"
     # acme's run still waits for acme's decision, untouched by globex's requests
     assert httpx.get(f"{one}/v1/runs/{run_id}", headers=ACME).json()["status"] == "running"
     assert cluster.ledger().count("epsilon") == 0

@@ -24,7 +24,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -53,6 +53,7 @@ CREATE INDEX IF NOT EXISTS tether_serve_runs_by_session
     ON tether_serve_runs (tenant, session, created);
 """
 
+T = TypeVar("T")
 Handler = Callable[[Request, Caller], Awaitable[Response]]
 
 
@@ -98,7 +99,7 @@ class DurableServer:
         import psycopg
 
         async with await psycopg.AsyncConnection.connect(
-            self.url, autocommit=True, connect_timeout=10
+            self.url, autocommit=True, connect_timeout=10, options="-c statement_timeout=30000"
         ) as conn:
             if not self._ready:
                 async with conn.transaction():
@@ -279,6 +280,15 @@ class DurableServer:
                 "other_agent",
                 f"Session {session_id!r} belongs to agent {record['agent']!r}, not {agent!r}.",
             )
+        if record["runs"]:
+            last = record["runs"][-1]
+            if await _bounded(self.runs.handle(last).status()) in ("ENQUEUED", "PENDING"):
+                raise HttpError(
+                    409,
+                    "busy",
+                    f"Session {session_id!r} is running {last!r} (or it waits for a "
+                    "decision); wait, decide its pending calls, or cancel it.",
+                )
         run_id = f"run-{uuid.uuid4().hex}"
         async with self._db() as conn:
             await conn.execute(
@@ -286,9 +296,16 @@ class DurableServer:
                 "VALUES (%s, %s, %s, 'prompt', %s)",
                 (run_id, caller.tenant, session_id, time.time()),
             )
-        await self.runs.submit(
-            prompt, session=record["store_name"], agent=self.agents[agent], run_id=run_id
-        )
+        try:
+            await _bounded(
+                self.runs.submit(
+                    prompt, session=record["store_name"], agent=self.agents[agent], run_id=run_id
+                )
+            )
+        except BaseException:
+            async with self._db() as conn:
+                await conn.execute("DELETE FROM tether_serve_runs WHERE run_id = %s", (run_id,))
+            raise
         return self.stream(run_id, session_id, protocol)
 
     async def decide(self, request: Request, caller: Caller) -> Response:
@@ -312,7 +329,7 @@ class DurableServer:
                 409, "nothing_pending", f"Session {session_id!r} waits for no decision."
             )
         run_id = found["runs"][-1]
-        await self.runs.handle(run_id).approve(dict(decisions))
+        await _bounded(self.runs.handle(run_id).approve(dict(decisions)))
         return self.stream(run_id, session_id, protocol, resumed_from=set(decisions))
 
     async def list_runs(self, request: Request, caller: Caller) -> Response:
@@ -327,7 +344,7 @@ class DurableServer:
 
     async def _summary(self, caller: Caller, run_id: str) -> dict[str, Any]:
         run = await self._run(caller.tenant, run_id)
-        status = await self.runs.handle(run_id).status()
+        status = await _bounded(self.runs.handle(run_id).status())
         return {**run, "status": _STATUS.get(status, status.lower())}
 
     async def read_run(self, request: Request, caller: Caller) -> Response:
@@ -343,7 +360,7 @@ class DurableServer:
 
     async def cancel_run(self, request: Request, caller: Caller) -> Response:
         run = await self._run(caller.tenant, request.path_params["run_id"])
-        await self.runs.handle(run["id"]).cancel()
+        await _bounded(self.runs.handle(run["id"]).cancel())
         return JSONResponse(await self._summary(caller, run["id"]))
 
     async def not_durable(self, request: Request, caller: Caller) -> Response:
@@ -380,6 +397,22 @@ _STATUS = {
     "ERROR": "failed",
     "CANCELLED": "cancelled",
 }
+
+
+_DEADLINE_S = 30.0
+"""The longest a request waits for the durable database (DBOS's client) to answer."""
+
+
+async def _bounded(operation: Awaitable[T]) -> T:
+    try:
+        async with asyncio.timeout(_DEADLINE_S):
+            return await operation
+    except TimeoutError:
+        raise HttpError(
+            503,
+            "unavailable",
+            f"The durable-run database did not answer within {_DEADLINE_S:.0f} s; retry.",
+        ) from None
 
 
 def _not_found(what: str, ident: str) -> HttpError:
