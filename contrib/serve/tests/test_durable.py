@@ -174,6 +174,14 @@ def test_a_run_suspended_on_one_server_is_approved_through_the_other_and_complet
     assert cluster.ledger().count("alpha") == 1
     run = httpx.get(f"{one}/v1/runs/{run_id}", headers=ACME, timeout=30).json()
     assert run["status"] == "completed" and run["session_id"] == "approve-1"
+    again = httpx.post(
+        f"{one}/v1/sessions/approve-1/approvals",
+        headers=ACME,
+        json={"decisions": {"call-note": "allow"}},
+        timeout=30,
+    )
+    assert again.status_code == 409 and again.json()["error"]["type"] == "nothing_pending"
+    assert cluster.ledger().count("alpha") == 1
 
 
 def test_last_event_id_resumes_the_stream_on_the_other_server(cluster: Cluster) -> None:
@@ -205,6 +213,13 @@ def test_a_client_that_disconnects_detaches_and_the_run_goes_on(cluster: Cluster
     suspended = _stream("GET", f"{two}/v1/runs/{run_id}/events", ACME)
     assert suspended[-1]["type"] == "done" and suspended[-1]["outcome"] == "suspended"
     assert httpx.get(f"{two}/v1/runs/{run_id}", headers=ACME).json()["status"] == "running"
+    wrong = httpx.post(
+        f"{one}/v1/sessions/detach-1/approvals",
+        headers=ACME,
+        json={"decisions": {"call-other": "allow"}},
+        timeout=30,
+    )
+    assert wrong.status_code == 422 and "missing ['call-note']" in wrong.json()["error"]["message"]
     rest = _stream(
         "POST", f"{one}/v1/sessions/detach-1/approvals", ACME, {"decisions": {"call-note": "deny"}}
     )

@@ -166,11 +166,9 @@ class DurableServer:
         protocol: str,
         *,
         after: int = 0,
-        resumed_from: set[str] | None = None,
     ) -> EventStreamResponse:
         """Stream the durable run from after event ``after`` (its position in the run's
-        durable stream), or, with ``resumed_from``, from after the ``done`` that
-        suspended on those calls, up to the next ``done`` (a suspended run's stream ends
+        durable stream) up to the next ``done`` (a suspended run's stream ends
         there, as in-process; the approvals endpoint streams what follows).
         ``approval_request`` events (one per pending call) go just before a suspended
         ``done``, with its id. Disconnecting detaches; the run goes on."""
@@ -179,7 +177,6 @@ class DurableServer:
         keepalive = self.settings.keepalive_s
 
         async def frames() -> AsyncIterator[str]:
-            skipping = resumed_from is not None
             position = 0
             events = handle.events().__aiter__()
             pending: asyncio.Future[dict[str, Any]] | None = None
@@ -201,11 +198,6 @@ class DurableServer:
                     suspended = event.get("type") == "done" and event.get("outcome") == (
                         "suspended"
                     )
-                    if skipping:
-                        calls = {p.get("call_id") for p in event.get("pending") or []}
-                        if suspended and resumed_from and resumed_from <= calls:
-                            skipping = False
-                        continue
                     if position <= after:
                         continue
                     extra = _approval_requests(event, session_id) if suspended else []
@@ -324,13 +316,38 @@ class DurableServer:
             raise InvalidRequestError(
                 'Send {"decisions": {"<call id>": "allow" | "deny" | "always"}}.'
             )
-        if not found["runs"]:
+        waiting = await self._suspension(found["runs"][-1]) if found["runs"] else None
+        if waiting is None:
             raise HttpError(
                 409, "nothing_pending", f"Session {session_id!r} waits for no decision."
             )
-        run_id = found["runs"][-1]
+        run_id, position, done = found["runs"][-1], *waiting
+        pending = {p["call_id"] for p in done.get("pending") or []}
+        missing, unknown = pending - set(decisions), set(decisions) - pending
+        if missing or unknown:
+            raise InvalidRequestError(
+                f"Decide every pending call of session {session_id!r}: pending "
+                f"{sorted(pending)}; missing {sorted(missing)}; unknown {sorted(unknown)}."
+            )
         await _bounded(self.runs.handle(run_id).approve(dict(decisions)))
-        return self.stream(run_id, session_id, protocol, resumed_from=set(decisions))
+        return self.stream(run_id, session_id, protocol, after=position)
+
+    async def _suspension(self, run_id: str) -> tuple[int, dict[str, Any]] | None:
+        """``(position, done)`` when the run's stream, as published so far, ends with a
+        ``done`` that suspended it for approval; else ``None``."""
+        position, last = 0, None
+        events = self.runs.handle(run_id).events(idle_timeout_s=_QUIET_S)
+        try:
+            async with asyncio.timeout(_DEADLINE_S):
+                async for event in events:
+                    position, last = position + 1, event
+        except TimeoutError:
+            pass  # nothing more published: the run is waiting (or busy)
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+        if last and last.get("type") == "done" and last.get("outcome") == "suspended":
+            return position, last
+        return None
 
     async def list_runs(self, request: Request, caller: Caller) -> Response:
         async with self._db() as conn:
@@ -401,6 +418,8 @@ _STATUS = {
 
 _DEADLINE_S = 30.0
 """The longest a request waits for the durable database (DBOS's client) to answer."""
+_QUIET_S = 1.0
+"""How long a run's stream must stay quiet to be taken as all published so far."""
 
 
 async def _bounded(operation: Awaitable[T]) -> T:
