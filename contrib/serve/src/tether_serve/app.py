@@ -26,6 +26,9 @@ Routes (all under ``/v1`` need ``Authorization: Bearer KEY`` when keys are confi
 ==========================================  ===================================================
 
 Another tenant's session or run id is answered exactly like an unknown one: 404.
+
+With ``durable=`` (``[serve] durable = true``), the session and run routes are served by
+:class:`tether_serve.durable.DurableServer` instead: runs on ``tether worker`` processes.
 """
 
 from __future__ import annotations
