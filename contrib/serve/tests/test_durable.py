@@ -274,3 +274,33 @@ def test_another_tenant_finds_none_of_a_tenants_durable_sessions_or_runs(
     # acme's run still waits for acme's decision, untouched by globex's requests
     assert httpx.get(f"{one}/v1/runs/{run_id}", headers=ACME).json()["status"] == "running"
     assert cluster.ledger().count("epsilon") == 0
+
+
+def _agui(method: str, url: str, body: Any) -> list[dict[str, Any]]:
+    with httpx.stream(method, url, headers=ACME, json=body, timeout=90) as response:
+        assert response.status_code == 200, response.read()
+        return [
+            json.loads(line[len("data: ") :])
+            for line in response.iter_lines()
+            if line.startswith("data: ")
+        ]
+
+
+def test_ag_ui_clients_see_the_interrupt_and_the_resumed_run_across_servers(
+    cluster: Cluster,
+) -> None:
+    one, two = cluster.servers
+    first = _agui("POST", f"{one}/v1/sessions/agui-1/runs?protocol=ag-ui", {"prompt": "iota"})
+    assert first[0]["type"] == "RUN_STARTED" and first[-1]["type"] == "RUN_FINISHED"
+    (interrupt,) = first[-1]["outcome"]["interrupts"]
+    assert interrupt["toolCallId"] == "call-note"
+    rest = _agui(
+        "POST",
+        f"{two}/v1/sessions/agui-1/approvals?protocol=ag-ui",
+        {"decisions": {"call-note": "allow"}},
+    )
+    kinds = [e["type"] for e in rest]
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
+    assert "TOOL_CALL_RESULT" in kinds
+    assert rest[-1]["outcome"]["type"] == "success"
+    assert cluster.ledger().count("iota") == 1
