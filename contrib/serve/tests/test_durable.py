@@ -271,6 +271,15 @@ def test_another_tenant_finds_none_of_a_tenants_durable_sessions_or_runs(
             f"{base}/v1/sessions/private-1/runs", headers=ACME, json={"prompt": "eta"}, timeout=30
         )
         assert busy.status_code == 409 and busy.json()["error"]["type"] == "busy"
+    # acme's pending call is listed for acme only
+    for base in (one, two):
+        listed = httpx.get(f"{base}/v1/approvals", headers=ACME, timeout=60).json()
+        mine = [a for a in listed["approvals"] if a["session_id"] == "private-1"]
+        assert [(a["call_id"], a["run_id"], a["arguments"]) for a in mine] == [
+            ("call-note", run_id, {"text": "epsilon"})
+        ]
+        theirs_listed = httpx.get(f"{base}/v1/approvals", headers=GLOBEX, timeout=60).json()
+        assert run_id not in [a["run_id"] for a in theirs_listed["approvals"]]
     # acme's run still waits for acme's decision, untouched by globex's requests
     assert httpx.get(f"{one}/v1/runs/{run_id}", headers=ACME).json()["status"] == "running"
     assert cluster.ledger().count("epsilon") == 0

@@ -349,6 +349,31 @@ class DurableServer:
             return position, last
         return None
 
+    async def list_approvals(self, request: Request, caller: Caller) -> Response:
+        """The calls the tenant's durable runs wait on, as in-process (``run_id`` and
+        ``session_id`` added to each)."""
+        async with self._db() as conn:
+            rows = await (
+                await conn.execute(
+                    "SELECT DISTINCT ON (session) session, run_id FROM tether_serve_runs "
+                    "WHERE tenant = %s ORDER BY session, created DESC",
+                    (caller.tenant,),
+                )
+            ).fetchall()
+
+        async def pending_of(session: str, run_id: str) -> list[dict[str, Any]]:
+            if await _bounded(self.runs.handle(run_id).status()) != "PENDING":
+                return []
+            waiting = await self._suspension(run_id)
+            if waiting is None:
+                return []
+            return [
+                dict(p, run_id=run_id, session_id=session) for p in waiting[1].get("pending") or []
+            ]
+
+        found = await asyncio.gather(*(pending_of(session, run) for session, run in rows))
+        return JSONResponse({"approvals": [p for calls in found for p in calls]})
+
     async def list_runs(self, request: Request, caller: Caller) -> Response:
         async with self._db() as conn:
             rows = await (
@@ -502,7 +527,7 @@ def durable_routes(
         Route("/v1/sessions/{session_id}/runs", g(s.run_prompt), methods=["POST"]),
         Route("/v1/sessions/{session_id}/approvals", g(s.decide), methods=["POST"]),
         Route("/v1/sessions/{session_id}/answers", g(s.not_durable), methods=["POST"]),
-        Route("/v1/approvals", g(s.not_durable), methods=["GET"]),
+        Route("/v1/approvals", g(s.list_approvals), methods=["GET"]),
         Route("/v1/questions", g(s.not_durable), methods=["GET"]),
         Route("/v1/runs", g(s.list_runs), methods=["GET"]),
         Route("/v1/runs/{run_id}", g(s.read_run), methods=["GET"]),
