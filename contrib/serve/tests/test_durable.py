@@ -313,3 +313,22 @@ def test_ag_ui_clients_see_the_interrupt_and_the_resumed_run_across_servers(
     assert "TOOL_CALL_RESULT" in kinds
     assert rest[-1]["outcome"]["type"] == "success"
     assert cluster.ledger().count("iota") == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/questions"),
+        ("POST", "/v1/sessions/any/answers"),
+        ("GET", "/v1/runs/any/trace"),
+        ("POST", "/v1/agents/default/ag-ui"),
+        ("POST", "/v1/agents/default/ui-message-stream"),
+    ],
+)
+def test_routes_durable_mode_lacks_say_so_and_what_to_use(
+    cluster: Cluster, method: str, path: str
+) -> None:
+    answer = httpx.request(method, cluster.servers[0] + path, headers=ACME, json={}, timeout=30)
+    assert answer.status_code == 501
+    assert "durable = true" in answer.json()["error"]["message"]
+    assert httpx.request(method, cluster.servers[0] + path, json={}).status_code == 401
