@@ -97,3 +97,31 @@ def test_bad_tables_say_what_is_wrong(table: dict[str, Any], message: str) -> No
     with pytest.raises(tether.ConfigError) as raised:
         settings_from_table(table, env={})
     assert message in str(raised.value)
+
+
+def test_durable_mode_and_each_agents_worker_factory_are_read_from_the_table() -> None:
+    settings = settings_from_table(
+        {"durable": True, "agents": {"default": {"durable_agent": "myapp.agents:build"}}}
+    )
+    assert settings.durable is True
+    assert settings.agents[0].durable_agent == "myapp.agents:build"
+    assert settings_from_table({}).durable is False
+
+
+@pytest.mark.parametrize("value", ["myapp.agents", ":build", "myapp:", 3])
+def test_a_durable_agent_that_is_not_module_colon_function_is_refused(value: Any) -> None:
+    with pytest.raises(tether.ConfigError, match=r"durable_agent.*package\.module:function"):
+        settings_from_table({"agents": {"default": {"durable_agent": value}}})
+
+
+def test_durable_mode_refuses_agents_the_workers_cannot_build() -> None:
+    from tether_serve.durable import durable_server_from_settings
+
+    settings = settings_from_table({"durable": True, "agents": {"default": {"model": "x/y"}}})
+    with pytest.raises(tether.ConfigError, match=r"\['default'\] have no durable_agent"):
+        durable_server_from_settings(settings, Config())
+
+
+def test_durable_must_be_a_boolean_not_a_string() -> None:
+    with pytest.raises(tether.ConfigError, match="durable = 'false' is not a boolean"):
+        settings_from_table({"durable": "false"})

@@ -26,6 +26,9 @@ Routes (all under ``/v1`` need ``Authorization: Bearer KEY`` when keys are confi
 ==========================================  ===================================================
 
 Another tenant's session or run id is answered exactly like an unknown one: 404.
+
+With ``durable=`` (``[serve] durable = true``), the session and run routes are served by
+:class:`tether_serve.durable.DurableServer` instead: runs on ``tether worker`` processes.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ import tether
 from tether import InvalidRequestError
 from tether.sessions import repair_messages
 
+from .durable import DurableServer, durable_routes
+from .durable import HttpError as DurableHttpError
 from .inputs import Ask, ask_from_agui, ask_from_tether, ask_from_ui_messages
 from .owners import OwnerStore, jsonl_sessions_in
 from .protocols import PROTOCOLS, encoder_for
@@ -119,7 +124,7 @@ class Server:
         session_factory: SessionFactory | None,
         owners: OwnerStore | None = None,
     ) -> None:
-        if not agents:
+        if not agents and not settings.durable:
             raise tether.ConfigError(
                 "No agents to serve. Pass agents={'default': tether.Agent(...)} or add "
                 "[serve.agents.default] (model, tools, ...) to tether.toml."
@@ -162,7 +167,7 @@ class Server:
                 )
             try:
                 return await handler(request, caller)
-            except HttpError as error:
+            except (HttpError, DurableHttpError) as error:
                 return _error(error.status, error.kind, error.message, error.headers)
             except InvalidRequestError as error:
                 return _error(422, "invalid_request", str(error))
@@ -475,6 +480,7 @@ def create_app(
     *,
     session_factory: SessionFactory | None = None,
     owners: OwnerStore | None = None,
+    durable: DurableServer | None = None,
 ) -> Starlette:
     """The ASGI app serving ``agents`` (route name → agent).
 
@@ -485,6 +491,9 @@ def create_app(
         serves them again (give it with a ``session_factory`` that keeps histories).
         ``settings.sessions_dir`` sets both up with JSONL files.
 
+    :param durable: serve durable runs through it instead (``[serve] durable``; see
+        :mod:`tether_serve.durable`); ``agents`` may then be empty.
+
     ``app.state.server.hub`` holds the sessions and runs (for tests and monitoring).
     """
     settings = settings or ServeSettings()
@@ -492,7 +501,8 @@ def create_app(
         session_factory, owners = jsonl_sessions_in(settings.sessions_dir)
     server = Server(agents, settings, session_factory, owners)
     g = server.guarded
-    routes = [
+    routes = [] if durable is None else durable_routes(durable, g)
+    routes += [
         Route("/", chat_page, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/v1/agents", g(server.list_agents), methods=["GET"]),
@@ -528,6 +538,8 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await server.hub.aclose()
+        if durable is not None:
+            await durable.aclose()
 
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.server = server

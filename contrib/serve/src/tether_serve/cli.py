@@ -41,8 +41,15 @@ def serve(state: CliState, host: str | None, port: int | None, workers: int, che
                 "No agents to serve: add [serve.agents.default] with a model (and tools, "
                 "permissions, output_type) to tether.toml."
             )
-        agents = agents_from_settings(settings, config, plugin_manager=state.plugin_manager())
-        app = create_app(agents, settings)
+        if settings.durable:
+            from .durable import durable_server_from_settings
+
+            durable = durable_server_from_settings(settings, config)
+            agents: dict[str, Any] = dict(durable.agents)
+            app = create_app({}, settings, durable=durable)
+        else:
+            agents = agents_from_settings(settings, config, plugin_manager=state.plugin_manager())
+            app = create_app(agents, settings)
     except tether.TetherError as error:
         fail(str(error))
     names = ", ".join(sorted(agents))
@@ -82,4 +89,8 @@ def app_from_config() -> Any:
 
     config = tether.load_config()
     settings = settings_from_table(config.section("serve"))
+    if settings.durable:
+        from .durable import durable_server_from_settings
+
+        return create_app({}, settings, durable=durable_server_from_settings(settings, config))
     return create_app(agents_from_settings(settings, config), settings)

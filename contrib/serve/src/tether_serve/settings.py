@@ -63,6 +63,9 @@ class AgentSpec:
     tools: tuple[str, ...] | None = None
     permissions: str | Mapping[str, str] | None = None
     output_type: Any = None
+    durable_agent: str | None = None
+    """``"package.module:function"`` building the agent on a ``tether worker`` (it
+    receives the worker's ``Config``): how durable runs (``[serve] durable``) build it."""
 
 
 @dataclass(slots=True)
@@ -95,9 +98,20 @@ class ServeSettings:
     """The run log ``GET /v1/runs/{id}/trace`` reads trace trees from: a path, or ``off``;
     by default where tether records runs (``TETHER_RUN_LOG``, ``[observers.runlog]``)."""
     agents: list[AgentSpec] = field(default_factory=list)
+    durable: bool = False
+    """Run on ``tether worker`` processes through tether-dbos (``[durable]`` of the same
+    configuration): runs survive the server, approvals resume on any worker, streams
+    resume with ``Last-Event-ID`` on any server, and ownership lives in PostgreSQL."""
 
 
-_SCALARS = {
+def boolean(value: Any) -> bool:
+    """``true`` or ``false`` (TOML booleans only: the string ``"false"`` is refused)."""
+    if not isinstance(value, bool):
+        raise TypeError(value)
+    return value
+
+
+_SCALARS: dict[str, Any] = {
     "host": str,
     "port": int,
     "max_body_bytes": int,
@@ -110,6 +124,7 @@ _SCALARS = {
     "keepalive_s": float,
     "run_log": str,
     "sessions_dir": str,
+    "durable": boolean,
 }
 
 
@@ -173,7 +188,7 @@ def _key(entry: Any, env: Mapping[str, str]) -> ApiKey:
 def _agent(name: str, spec: Any) -> AgentSpec:
     if not isinstance(spec, Mapping):
         raise ConfigError(f"[serve.agents.{name}] must be a table (model, tools, ...).")
-    allowed = {"model", "system", "tools", "permissions", "output_type"}
+    allowed = {"model", "system", "tools", "permissions", "output_type", "durable_agent"}
     unknown = sorted(set(spec) - allowed)
     if unknown:
         raise ConfigError(
@@ -187,7 +202,20 @@ def _agent(name: str, spec: Any) -> AgentSpec:
         tools=tuple(tools) if tools is not None else None,
         permissions=spec.get("permissions"),
         output_type=_output_type(name, spec.get("output_type")),
+        durable_agent=_durable_agent(name, spec.get("durable_agent")),
     )
+
+
+def _durable_agent(agent: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    module, _, function = str(value).partition(":")
+    if not isinstance(value, str) or not module or not function:
+        raise ConfigError(
+            f'[serve.agents.{agent}] durable_agent = {value!r}: use "package.module:function" '
+            "(a function taking the worker's Config and returning the tether.Agent)."
+        )
+    return value
 
 
 def _output_type(agent: str, value: Any) -> Any:
