@@ -134,11 +134,18 @@ async def test_hung_sync_calls_do_not_starve_healthy_ones() -> None:
 
 async def test_too_many_hung_calls_are_refused_with_a_tool_error() -> None:
     runner = SyncToolRunner(max_workers=1, max_abandoned=1)
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
+
+    def hang() -> None:
+        entered.set()
+        release.wait()
+
     try:
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.05):
-                await runner.run(release.wait)
+        call = asyncio.ensure_future(runner.run(hang))
+        assert await asyncio.to_thread(entered.wait, 30)  # running in its thread: it hangs
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
         with pytest.raises(ToolError, match="hung"):
             await runner.run(lambda: 1)
     finally:
