@@ -77,3 +77,26 @@ def test_a_closed_pipe_ends_the_run_quietly_with_status_0(cli_environment: Path)
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0
     assert err == ""
+
+
+def test_ctrl_c_mid_answer_shows_the_partial_answer_once_in_run_and_chat(
+    terminal: Callable[..., Any], screen: Callable[..., list[str]]
+) -> None:
+    """The answer is padded to the terminal's width while it streams; Ctrl-C there must
+    not leave its first line on the screen twice (the final redraw one line low)."""
+    for command in (["run", "-m", "fake-small", "stall"], ["chat", "-m", "fake-small"]):
+        term = terminal(TETHER, *FAKE, *command, columns=60)
+        seen = 0
+        if command[0] == "chat":
+            seen = term.expect("> ")
+            term.send("stall\n")
+        seen = term.expect("Partial answer", after=seen)
+        term.send("\x03")  # Ctrl-C while the model is still answering
+        seen = term.expect("Cancelled.", after=seen)
+        if command[0] == "chat":
+            term.expect("> ", after=seen)
+            term.send("\x04")
+        term.wait()
+        shown = screen(term.output, columns=60)
+        assert sum("Partial answer" in line for line in shown) == 1, (command, shown)
+        assert "Traceback" not in term.output

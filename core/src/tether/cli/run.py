@@ -199,11 +199,13 @@ async def stream_run(
     from ..cancel import CancelToken
     from ..events import Done, RunStart
     from ..result import Outcome
+    from .ctrl_c_echo import quiet_ctrl_c
     from .interrupted import PartialAnswer
     from .process import resume_gc
 
     token = CancelToken()
     restore = _cancel_on_sigint(token, renderer)
+    echo_back = quiet_ctrl_c()
     result: RunResult | None = None
     partial = PartialAnswer()
     try:
@@ -225,6 +227,7 @@ async def stream_run(
                 await close()
     finally:
         restore()
+        echo_back()
         renderer.finish_line()
     return result
 
