@@ -231,6 +231,8 @@ class Terminal:
                     return
                 self._raw += chunk
                 self._changed.notify_all()
+            if b"\x1b[6n" in chunk:  # a cursor position request: answer as a terminal does
+                os.write(self.master, b"\x1b[1;1R")
 
     @property
     def output(self) -> str:
