@@ -144,7 +144,7 @@ def _respond(chat: Conversation, runner: asyncio.Runner, reader: LineReader) -> 
         result = runner.run(stream_run(chat.agent, prompt, renderer, session=chat.session))
         if result is not None:
             chat.runs.append(result)
-        exit_status(result, renderer)
+        exit_status(result, renderer, chat.name)
     except KeyboardInterrupt:
         renderer.interrupted()
         renderer.notice("Cancelled.")
