@@ -26,9 +26,12 @@ def source_dir(distribution: str) -> str | None:
 
 
 def clone_install(distribution: str, extras: str = "") -> str:
-    """The command installing ``distribution`` (with ``extras``, e.g. ``"azure"``) from
-    a clone of tether, run at its root: ``uv pip install './plugins/openai[azure]'``.
+    """The command installing ``distribution`` (with ``extras``, e.g. ``"azure"``, also
+    accepted written ``tether-openai[azure]``) from a clone of tether, run at its root: ``uv pip install './plugins/openai[azure]'``.
     A distribution that is not tether's is installed from the index as usual."""
+    if "[" in distribution and distribution.endswith("]"):
+        distribution, _, named = distribution[:-1].partition("[")
+        extras = extras or named
     where = source_dir(distribution) or distribution
     target = f"{where}[{extras}]" if extras else where
     quoted = f"'{target}'" if extras else target
