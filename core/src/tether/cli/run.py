@@ -369,7 +369,14 @@ def attach_images(text: str, images: Sequence[Path]) -> Prompt:
     return blocks
 
 
-@click.command("run")
+RUN_EPILOG = """\b
+Trying tools without a key: demo/echo calls the tools a prompt names, with
+key=value arguments (anything else is echoed):
+  tether run -m demo/echo --tools fs "read_file path=pyproject.toml"
+"""
+
+
+@click.command("run", epilog=RUN_EPILOG)
 @click.argument("prompt", required=False)
 @model_options
 @click.option(
