@@ -9,6 +9,10 @@ Three pages are not written by hand, so they cannot drift from what they describ
   models of :mod:`tether.config` (type, default, description).
 - ``reference/hooks.md``: every hook of :mod:`tether.hookspecs`, its signature and
   docstring.
+
+The docstrings use Sphinx roles (``:class:`~tether.Agent```), which mkdocstrings leaves
+as written: :func:`on_page_content` turns each into a cross-reference (a link when the
+name is documented on the site, else code).
 """
 
 from __future__ import annotations
@@ -285,6 +289,33 @@ GENERATED = {
     "reference/configuration.md": config_page,
     "reference/hooks.md": hooks_page,
 }
+
+
+SPHINX_ROLE = re.compile(
+    r":(?:py:)?(?:class|meth|func|mod|attr|data|exc|obj|const|type):<code>([^<]*)</code>"
+)
+"""A Sphinx role as it reaches the page: the role's name, then its target in code."""
+
+
+def sphinx_role_to_reference(match: re.Match[str]) -> str:
+    """``:class:<code>~tether.sessions.JsonlSession</code>`` as an optional cross-reference
+    shown as ``JsonlSession`` (``~``: the last name only; ``title <target>``: the title),
+    which autorefs makes a link when the target is documented and leaves as code if not."""
+    text = html.unescape(match.group(1)).strip()
+    title, target = text, text
+    explicit = re.fullmatch(r"(.+?)\s*<([^<>]+)>", text)
+    if explicit:
+        title, target = explicit.group(1), explicit.group(2)
+    target = target.lstrip("~.!")
+    if text.startswith("~"):
+        title = target.rsplit(".", 1)[-1]
+    shown = f"<code>{html.escape(title)}</code>"
+    return f'<autoref identifier="{html.escape(target)}" optional>{shown}</autoref>'
+
+
+def on_page_content(html_text: str, **kwargs: Any) -> str:
+    """Turn the Sphinx roles left in rendered docstrings into cross-references."""
+    return SPHINX_ROLE.sub(sphinx_role_to_reference, html_text)
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:

@@ -196,3 +196,75 @@ def test_chromium_renders_the_site(site: Path, tmp_path: Path, page: str, headin
     dark = sum(1 for p in pixels if max(p) < 120)
     white = sum(1 for p in pixels if min(p) > 240)
     assert white > len(pixels) // 2 and dark > 0
+
+
+def test_the_api_reference_shows_no_raw_sphinx_roles(site: Path) -> None:
+    page = (site / "reference" / "api.html").read_text(encoding="utf-8")
+    text = _text(site / "reference" / "api.html")
+    raw = re.findall(r":(?:class|meth|func|mod|attr|exc|data|obj):`?\S{0,40}", text)
+    assert raw == []
+    # A role naming a documented object became a link to it.
+    assert re.search(
+        r'<a class="autorefs autorefs-internal"[^>]*href="#tether\.config\.Config"', page
+    )
+
+
+PHONE_WIDTH = 390
+_OVERFLOW_PROBE = """
+window.addEventListener("load", () => {
+  const width = document.documentElement.clientWidth;
+  const scrolls = (e) => ["auto", "scroll"].includes(getComputedStyle(e).overflowX);
+  const outside = [];
+  for (const e of document.querySelectorAll("body *")) {
+    const box = e.getBoundingClientRect();
+    if (box.width === 0 || box.right <= width + 1) continue;
+    let contained = false;
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (scrolls(a) && a.getBoundingClientRect().right <= width + 1) { contained = true; break; }
+    }
+    if (!contained) outside.push(`${e.tagName}.${e.className}`);
+  }
+  parent.postMessage(JSON.stringify({
+    width, scroll: document.documentElement.scrollWidth, outside: outside.slice(0, 10)
+  }), "*");
+});
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium binary installed")
+@pytest.mark.parametrize(
+    "page", ["reference/cli.html", "reference/api.html", "getting-started.html"]
+)
+def test_nothing_overflows_the_page_at_phone_width(site: Path, tmp_path: Path, page: str) -> None:
+    """At 390 px (a phone), the page never scrolls sideways and nothing sticks out on
+    its right: wide code and tables scroll inside their own box. The page is shown in
+    an iframe that wide (headless Chromium's window is at least 500 px), and reports
+    what lies past its right edge outside any scrolling box."""
+    import json
+
+    source = site / page
+    probe = source.with_name(f"{source.stem}-phone-probe.html")
+    probe.write_text(
+        source.read_text(encoding="utf-8").replace(
+            "</body>", f"<script>{_OVERFLOW_PROBE}</script></body>"
+        ),
+        encoding="utf-8",
+    )
+    frame = site / f"phone-{source.stem}.html"
+    frame.write_text(
+        f'<html><body><iframe src="{probe.relative_to(site).as_posix()}" width="{PHONE_WIDTH}" '
+        'height="800" style="border:0"></iframe><pre id="report"></pre><script>'
+        "addEventListener('message', e => {document.getElementById('report').textContent = e.data})"
+        "</script></body></html>",
+        encoding="utf-8",
+    )
+    try:
+        dom = _chromium("--virtual-time-budget=10000", "--dump-dom", frame.as_uri(), home=tmp_path)
+    finally:
+        frame.unlink()
+        probe.unlink()
+    assert dom.returncode == 0, dom.stderr
+    found = re.search(r'<pre id="report">([^<]+)</pre>', dom.stdout)
+    assert found is not None, "the page did not report its layout"
+    report = json.loads(html.unescape(found.group(1)))
+    assert report == {"width": PHONE_WIDTH, "scroll": PHONE_WIDTH, "outside": []}

@@ -95,7 +95,9 @@ def test_the_readme_commands_run_in_order_on_a_fresh_environment_with_the_demo_m
         )
         assert proc.returncode == 0, f"{command}\n{proc.stdout}\n{proc.stderr}"
         assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
-        if argv[1] == "run" or chat:
+        if re.search(r"\b[a-z_]+=\S", command.split("#")[0]):  # a tool named, key=value
+            assert "read_file returned: " in proc.stdout, (command, proc.stdout)
+        elif argv[1] == "run" or chat:
             assert "Echo: " in proc.stdout, (command, proc.stdout)
         ran.append(argv[1:3])
     assert ran[0] == ["run", "-m"] and ["plugins"] in [r[:1] for r in ran]

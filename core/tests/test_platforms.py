@@ -133,7 +133,7 @@ def test_a_family_whose_plugin_is_missing_names_the_distribution_to_install() ->
     assert str(parse_model_string("vertex/gemini-2.5-pro", registrar)) == "vertex/gemini-2.5-pro"
     with pytest.raises(UnknownProviderError) as excinfo:
         parse_model_string("vertex/claude-sonnet-4-5@20250929", registrar)
-    assert "pip install tether-cla" in str(excinfo.value)
+    assert "uv pip install ./plugins/cla" in str(excinfo.value)
     assert excinfo.value.kind == "model family" and excinfo.value.installed == ["gemini-"]
 
 

@@ -302,9 +302,14 @@ class Agent:
             "run_sync() cannot be called from a running event loop; use `await agent.run(...)`."
         )
 
-    async def compact(self, session: AnySession | None = None) -> Compaction | None:
+    async def compact(
+        self, session: AnySession | None = None, *, only_if_smaller: bool = False
+    ) -> Compaction | None:
         """Compact ``session``'s history now with the agent's compaction strategy, as the
         runner does when the context fills up (forced: whatever the history's size).
+        With ``only_if_smaller``, a result that is not smaller (in estimated tokens) than
+        the history is not kept: the session is left as it was and the returned event
+        shows ``tokens_after >= tokens_before``.
 
         Returns the :class:`~tether.events.Compaction` event, or ``None`` when the strategy
         had nothing to do (a short history, or strategy ``none``). The invariant holds: the
@@ -331,8 +336,10 @@ class Agent:
         )
         if outcome is None:
             return None
-        await replace_messages(target, outcome.messages)
-        self._system_by_session.pop(target.id, None)
+        kept = not only_if_smaller or outcome.tokens_after < outcome.tokens_before
+        if kept:
+            await replace_messages(target, outcome.messages)
+            self._system_by_session.pop(target.id, None)
         return Compaction(
             strategy=settings.compaction.name,
             tokens_before=outcome.tokens_before,

@@ -64,8 +64,8 @@ def memory_backend(**settings: Any) -> Any:
     except ImportError as exc:
         raise ConfigError(
             f"The in-memory knowledge-base backend needs {exc.name or 'numpy'}, which is not "
-            'installed. Install it with the kb extra: pip install "tether[kb]" '
-            '(from a clone: pip install "./core[kb]").'
+            'installed. Install the kb extra, in a clone of tether: uv pip install "./core[kb]" '
+            "(or uv sync --all-packages --all-extras)."
         ) from exc
     return MemoryBackend(**settings)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownProviderError
+from .install_hints import clone_install
 
 if TYPE_CHECKING:
     from .config import ProviderConfig
@@ -73,7 +74,7 @@ class Platform:
             message = (
                 f'The model "{self.name}/{model}" is a {prefix}* model, which {self.name} '
                 f"serves through the {distribution} plugin; it is not installed. Install it: "
-                f"pip install {distribution}"
+                f"{clone_install(distribution)} (in a clone of tether)"
             )
         else:
             message = (

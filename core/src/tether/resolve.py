@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import ConfigError, UnknownProviderError
+from .install_hints import clone_install
 from .registry import ProviderRegistrar
 
 __all__ = ["ModelRef", "parse_model_string", "unknown_provider"]
@@ -73,7 +74,10 @@ def unknown_provider(providers: ProviderRegistrar, name: str) -> UnknownProvider
     advice = (
         ""
         if providers.near(name)
-        else f"If it comes from a plugin, install it: pip install tether-{name}"
+        else (
+            "If it comes from a plugin, install it (one of tether's own, in a clone of "
+            f"tether: {clone_install('tether-' + name)}; `uv sync --all-packages` installs all)"
+        )
     )
     error = providers.unknown(name, advice=advice)
     assert isinstance(error, UnknownProviderError)

@@ -139,10 +139,12 @@ def line_reader() -> type[LineReader]:
 _CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
 
 
-def screen_lines(raw: str) -> list[str]:
+def screen_lines(raw: str, columns: int | None = None) -> list[str]:
     """What a terminal shows after ``raw`` was written to it: carriage returns, line
-    erasing and cursor-up redraws applied, colours and other escapes dropped, trailing
-    spaces and empty last lines removed. Enough for rich's live redraws."""
+    erasing and cursor-up redraws applied, when ``columns`` is given a character written
+    past the last column wrapping to the next line (as a VT100 does), colours and other escapes
+    dropped, trailing spaces and empty last lines removed. Enough for rich's live
+    redraws."""
     lines = [""]
     row = col = 0
     position = 0
@@ -167,9 +169,14 @@ def screen_lines(raw: str) -> list[str]:
             col = 0
             if row == len(lines):
                 lines.append("")
-        elif char == "\x1b" or char in "\x07\b":
+        elif char < " " or char == "\x7f":  # other controls print nothing
             continue
         else:
+            if columns is not None and col >= columns:  # the cursor waited at the last column: wrap
+                row += 1
+                col = 0
+                if row == len(lines):
+                    lines.append("")
             line = lines[row].ljust(col)
             lines[row] = line[:col] + char + line[col + 1 :]
             col += 1
@@ -180,7 +187,7 @@ def screen_lines(raw: str) -> list[str]:
 
 
 @pytest.fixture
-def screen() -> Callable[[str], list[str]]:
+def screen() -> Callable[..., list[str]]:
     """:func:`screen_lines`: the lines a terminal shows after some output."""
     return screen_lines
 
@@ -224,6 +231,8 @@ class Terminal:
                     return
                 self._raw += chunk
                 self._changed.notify_all()
+            if b"\x1b[6n" in chunk:  # a cursor position request: answer as a terminal does
+                os.write(self.master, b"\x1b[1;1R")
 
     @property
     def output(self) -> str:

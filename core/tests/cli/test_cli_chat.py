@@ -207,3 +207,27 @@ def test_slash_compact_compacts_the_history_now(
     assert "[compaction] truncate:" in result.stderr
     stored = load_session_file(session_file(cli_environment, "long")).messages
     assert len(stored) < 10  # 8 messages before /compact, 2 more after
+
+
+def test_slash_compact_shows_progress_and_keeps_a_smaller_history(
+    chat: Callable[..., Result], cli_environment: Path
+) -> None:
+    config = cli_environment / "tether-test.toml"
+    config.write_text(config.read_text() + '[compaction]\nstrategy = "truncate"\n')
+    result = chat("--session", "short", input="one\ntwo\nthree\nfour\n/compact\n")
+    progress = result.stderr.index("Compacting the history")
+    assert progress < result.stderr.index("[compaction] truncate:")
+    assert "not kept" not in result.stderr
+    assert len(load_session_file(session_file(cli_environment, "short")).messages) < 8
+
+
+def test_slash_compact_keeps_the_history_when_the_summary_is_larger(
+    chat: Callable[..., Result], cli_environment: Path
+) -> None:
+    # The fake model answers the summary request by echoing it: longer than the history.
+    result = chat("--session", "echoed", input="one\ntwo\nthree\nfour\n/compact\n")
+    assert result.exit_code == 0, result.stderr
+    assert "Compacting the history" in result.stderr
+    assert "Compaction not kept" in result.stderr and "history is unchanged" in result.stderr
+    stored = load_session_file(session_file(cli_environment, "echoed")).messages
+    assert [m.text for m in stored if m.role == "user"] == ["one", "two", "three", "four"]

@@ -6,10 +6,11 @@ cross-package ``tests/test_plugin_scaffold.py``.)"""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from tether.cli import CliState, cli
 
@@ -75,3 +76,22 @@ def test_an_existing_directory_is_not_overwritten(out: Path) -> None:
 def test_an_unknown_kind_is_refused(out: Path) -> None:
     code, output = _new("weather", "--kind", "embedder", "--dir", str(out))
     assert code == 2 and "tool" in output and "session-store" in output
+
+
+def test_plugin_new_prints_an_install_command_that_works_in_a_uv_environment(
+    invoke: Callable[..., Result], tmp_path: Path
+) -> None:
+    from tether.cli.plugin import editable_install_command
+
+    result = invoke("plugin", "new", "weather", "--kind", "tool", "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    # The tests run in the uv-made environment the README creates: it has no pip.
+    assert '  uv pip install -e ".[test]"' in result.stdout.splitlines()
+    plain = tmp_path / "plain-venv"
+    plain.mkdir()
+    (plain / "pyvenv.cfg").write_text("home = /usr/bin\nversion_info = 3.12.0\n")
+    assert editable_install_command(plain) == 'python -m pip install -e ".[test]"'
+    made = tmp_path / "uv-venv"
+    made.mkdir()
+    (made / "pyvenv.cfg").write_text("home = /usr/bin\nuv = 0.5.0\n")
+    assert editable_install_command(made) == 'uv pip install -e ".[test]"'

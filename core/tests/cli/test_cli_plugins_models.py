@@ -176,7 +176,7 @@ def test_models_for_an_unknown_provider_suggests_the_near_one(invoke: Invoke) ->
 def test_models_with_no_provider_installed_says_what_to_install(invoke: Invoke) -> None:
     result = invoke("models")
     assert result.exit_code == 0
-    assert "pip install tether-anthropic" in result.stdout
+    assert "uv pip install ./plugins/anthropic" in result.stdout
 
 
 def test_models_shows_configured_aliases(tmp_path: Path, invoke: Invoke) -> None:
@@ -264,4 +264,4 @@ def test_without_numpy_the_builtins_load_cleanly_and_a_kb_says_what_to_install()
         check=False,
     )
     assert kb.returncode == 1
-    assert 'pip install "tether[kb]"' in kb.stderr and "Traceback" not in kb.stderr
+    assert 'uv pip install "./core[kb]"' in kb.stderr and "Traceback" not in kb.stderr

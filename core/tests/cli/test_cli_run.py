@@ -103,7 +103,7 @@ def test_an_uninstalled_provider_says_what_to_install(invoke: Invoke) -> None:
     result = invoke("run", "-m", "anthropic/claude-sonnet-4-5", "hello")
     assert result.exit_code == 1
     assert 'No provider named "anthropic"' in result.stderr
-    assert "pip install tether-anthropic" in result.stderr
+    assert "uv pip install ./plugins/anthropic" in result.stderr
     assert "Traceback" not in result.output
 
 

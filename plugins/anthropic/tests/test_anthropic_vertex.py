@@ -188,7 +188,7 @@ def test_vertex_claude_models_resolve_and_gemini_needs_the_google_plugin() -> No
     providers = PluginManager(plugins=[tether_anthropic.plugin], entry_points=False).providers
     ref = parse_model_string("vertex/claude-sonnet-4-5@20250929", providers)
     assert (ref.provider, ref.model) == ("vertex", "claude-sonnet-4-5@20250929")
-    with pytest.raises(tether.UnknownProviderError, match="pip install tether-google"):
+    with pytest.raises(tether.UnknownProviderError, match=r"uv pip install \./plugins/google"):
         parse_model_string("vertex/gemini-2.5-pro", providers)
 
 
@@ -247,7 +247,7 @@ async def test_without_google_auth_the_error_names_the_extra_to_install(server, 
     import sys
 
     monkeypatch.setitem(sys.modules, "google.auth", None)  # as if not installed
-    with pytest.raises(tether.ConfigError, match=r"pip install 'tether-anthropic\[vertex\]'"):
+    with pytest.raises(tether.ConfigError, match=r"uv pip install './plugins/anthropic\[vertex\]'"):
         await vertex_agent(server).provider().validate_auth()
 
 
@@ -256,5 +256,5 @@ def test_without_the_vertex_extra_a_vertex_model_names_the_extra_to_install(monk
 
     monkeypatch.setitem(sys.modules, "tether_google_auth", None)  # as if not installed
     monkeypatch.delitem(sys.modules, "tether_anthropic.vertex", raising=False)
-    with pytest.raises(tether.ConfigError, match=r"pip install 'tether-anthropic\[vertex\]'"):
+    with pytest.raises(tether.ConfigError, match=r"uv pip install './plugins/anthropic\[vertex\]'"):
         tether_anthropic.plugin.make_vertex_provider(ProviderConfig())

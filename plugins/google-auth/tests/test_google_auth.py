@@ -107,7 +107,7 @@ def test_without_google_auth_the_error_names_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "google.auth", None)  # as if not installed
-    with pytest.raises(ConfigError, match=r"pip install 'tether-google\[extra\]'"):
+    with pytest.raises(ConfigError, match=r"uv pip install './plugins/google\[extra\]'"):
         load_account(ProviderConfig(project="p"), install="tether-google[extra]")
     assert translate_auth_error(RuntimeError("boom")) is None
 

@@ -161,7 +161,7 @@ def test_vertex_gemini_models_resolve_and_claude_needs_the_anthropic_plugin() ->
     providers = tether.PluginManager().providers
     assert str(parse_model_string("vertex/gemini-2.5-pro", providers)) == "vertex/gemini-2.5-pro"
     with pytest.raises(
-        tether.UnknownProviderError, match=r"pip install tether-anthropic\[vertex\]"
+        tether.UnknownProviderError, match=r"uv pip install './plugins/anthropic\[vertex\]'"
     ):
         parse_model_string("vertex/claude-sonnet-4-5@20250929", providers)
     with pytest.raises(tether.UnknownProviderError, match=r"Known families: claude-\*"):

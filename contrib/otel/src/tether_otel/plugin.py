@@ -66,7 +66,7 @@ def _instrument_httpx(tracer_provider: Any, meter_provider: Any) -> None:
     except ImportError as exc:
         raise tether.errors.ConfigError(
             "[observers.otel] instrument_httpx = true needs the httpx instrumentation: "
-            "pip install 'tether-otel[httpx]'."
+            "uv pip install './contrib/otel[httpx]'."
         ) from exc
     instrumentor = HTTPXClientInstrumentor()
     if not instrumentor.is_instrumented_by_opentelemetry:

@@ -45,6 +45,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("tether.cli.run", "run"),
     "chat": ("tether.cli.chat", "chat"),
+    "approvals": ("tether.cli.approvals", "approvals"),
     "plugins": ("tether.cli.plugins", "plugins"),
     "plugin": ("tether.cli.plugin", "plugin"),
     "models": ("tether.cli.models", "models"),

@@ -36,6 +36,7 @@ from .slash import Conversation
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..sessions import AnySession
+    from .line_editor import LineReader
     from .render import Renderer
 
 __all__ = ["chat"]
@@ -43,14 +44,6 @@ __all__ = ["chat"]
 PROMPT = "> "
 RECENT_TURNS = 3
 """How many of the last exchanges are shown when a session is resumed."""
-
-
-def read_line(prompt: str) -> str | None:
-    """One line from the user; ``None`` at end of input (Ctrl-D)."""
-    try:
-        return input(prompt)
-    except EOFError:
-        return None
 
 
 def _greeting(name: str, session: AnySession) -> str:
@@ -82,13 +75,21 @@ def converse(
     name: str,
     renderer: Renderer,
     build: Callable[[str, AnySession], Agent],
+    reader: LineReader | None = None,
 ) -> None:
     """The read-respond loop, on one event loop for the whole chat (so a provider's HTTP
     client and a session store's connections live across turns). The session ``name`` is
     opened in the configured store (``[sessions] store``) by ``owner`` before the first
     prompt; ``/model`` runs later prompts through agents made by ``build(model, session)``
     on that same session (given as an object, so they never close it).
-    Lines starting with ``/`` are slash commands (:mod:`tether.cli.slash`)."""
+    Lines starting with ``/`` are slash commands (:mod:`tether.cli.slash`); lines are
+    read by ``reader`` (by default :func:`tether.cli.line_editor.make_reader`)."""
+    if reader is None:
+        from ..config import data_dir
+        from .line_editor import make_reader
+        from .slash import COMMANDS
+
+        reader = make_reader(data_dir(state.config()), name, COMMANDS)
     with asyncio.Runner() as runner:
         existed = runner.run(owner.session_store().exists(name))
         chat: Conversation | None = None
@@ -109,7 +110,7 @@ def converse(
                 renderer=renderer,
                 build=lambda model: build(model, session),
             )
-            while _respond(chat, runner):
+            while _respond(chat, runner, reader):
                 pass
         finally:
             if chat is not None and chat.agent is not owner:
@@ -119,7 +120,7 @@ def converse(
                 runner.run(_drop_if_empty(owner, name))
 
 
-def _respond(chat: Conversation, runner: asyncio.Runner) -> bool:
+def _respond(chat: Conversation, runner: asyncio.Runner, reader: LineReader) -> bool:
     """Read one line and act on it: a slash command, or a prompt for the model. Returns
     ``False`` when the chat should end (Ctrl-D, ``/exit``)."""
     from ..errors import TetherError
@@ -127,7 +128,7 @@ def _respond(chat: Conversation, runner: asyncio.Runner) -> bool:
 
     renderer = chat.renderer
     try:
-        entered = read_line(PROMPT)
+        entered = reader.read(PROMPT, runner)
     except KeyboardInterrupt:
         renderer.interrupted()
         renderer.notice("(Ctrl-D or /exit quits)")
@@ -143,7 +144,7 @@ def _respond(chat: Conversation, runner: asyncio.Runner) -> bool:
         result = runner.run(stream_run(chat.agent, prompt, renderer, session=chat.session))
         if result is not None:
             chat.runs.append(result)
-        exit_status(result, renderer)
+        exit_status(result, renderer, chat.name)
     except KeyboardInterrupt:
         renderer.interrupted()
         renderer.notice("Cancelled.")

@@ -84,12 +84,20 @@ def schema_output(path: Path) -> JsonSchemaOutput:
         raise click.BadParameter(str(exc), param_hint="--schema") from None
 
 
-def suspended_message(result: Any) -> str:
-    """What a run suspended for approval tells the user."""
+def suspended_message(result: Any, session_name: str | None = None) -> str:
+    """What a run suspended for approval tells the user: how to decide the calls of the
+    session ``session_name`` on the command line, or that a run without a session can
+    only be answered on a terminal or resumed from Python."""
     calls = ", ".join(f"{p.tool} ({p.call_id})" for p in result.pending)
+    opening = f"The run is waiting for approval of: {calls}. Nothing was run."
+    if session_name is not None:
+        from .approvals import waiting_hint
+
+        return f"{opening} {waiting_hint(session_name)}"
     return (
-        f"The run is waiting for approval of: {calls}. Nothing was run. Answer on a terminal, "
-        "or resume it from Python with Agent.resume({call_id: True/False}, session=...)."
+        f"{opening} Answer on a terminal, run it with --session NAME to decide later with "
+        "`tether approvals`, or resume it from Python with "
+        "Agent.resume({call_id: True/False}, session=...)."
     )
 
 

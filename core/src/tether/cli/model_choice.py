@@ -60,7 +60,8 @@ def choose_model(flag: str | None, config: Config, providers: ProviderRegistrar)
     keys = (
         f"set a provider's key ({', '.join(variables)}), "
         if variables
-        else "install a provider plugin (e.g. `pip install tether-anthropic`) and set its key, "
+        else "install a provider plugin (in a clone of tether, e.g. "
+        "`uv pip install ./plugins/anthropic`) and set its key, "
     )
     raise ConfigError(
         "No model chosen and no provider key found. Try tether without a key: "

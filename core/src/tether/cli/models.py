@@ -97,7 +97,8 @@ def format_catalogue(report: dict[str, Any]) -> str:
     if all(p["distribution"] == "tether" for p in report["providers"]):
         hint = (
             "No provider plugin is installed (only the built-in demo model). Install one, e.g. "
-            "`pip install tether-anthropic` (or tether-openai, tether-google)."
+            "`uv pip install ./plugins/anthropic` in a clone of tether (or ./plugins/openai, "
+            "./plugins/google; `uv sync --all-packages` installs them all)."
         )
         if not report["providers"]:
             return hint

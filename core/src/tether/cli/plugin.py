@@ -52,7 +52,8 @@ def new(name: str, kind: str, directory: Path) -> None:
     \b
     Example:
       tether plugin new weather --kind tool
-      cd tether-weather && pip install -e ".[test]" && pytest
+      cd tether-weather && uv pip install -e ".[test]" && pytest
+      (without uv: python -m pip install -e ".[test]")
     """
     from ..scaffold import PluginScaffoldError, new_plugin
 
@@ -66,6 +67,26 @@ def new(name: str, kind: str, directory: Path) -> None:
         click.echo(f"  {file}")
     click.echo("Next:")
     click.echo(f"  cd {target}")
-    click.echo('  pip install -e ".[test]"')
+    click.echo(f"  {editable_install_command()}")
     click.echo("  pytest")
     click.echo("  tether plugins")
+
+
+def editable_install_command(prefix: Path | None = None) -> str:
+    """The command that installs the new plugin, editable with its test extra, into the
+    environment at ``prefix`` (default: this one). An environment uv made has no pip
+    (``pip install`` would reach another Python, or none): there it is ``uv pip
+    install``; elsewhere ``python -m pip install``, which always means this Python's pip."""
+    import importlib.util
+    import shutil
+    import sys
+
+    root = Path(sys.prefix if prefix is None else prefix)
+    config = root / "pyvenv.cfg"
+    made_by_uv = config.is_file() and any(
+        line.split("=")[0].strip() == "uv" for line in config.read_text().splitlines()
+    )
+    no_pip = prefix is None and importlib.util.find_spec("pip") is None
+    if (made_by_uv or no_pip) and shutil.which("uv"):
+        return 'uv pip install -e ".[test]"'
+    return 'python -m pip install -e ".[test]"'

@@ -504,7 +504,9 @@ class RichRenderer:
             self._open_line = False
 
     def interrupted(self) -> None:
-        # The terminal echoed "^C" where the cursor was: continue on a fresh line.
+        # While a run streams, "^C" is not echoed (tether.cli.ctrl_c_echo), so the open
+        # block is closed where rich left the cursor; at a prompt the terminal echoed it
+        # and the next line starts fresh.
         if self._markdown.active:
             self._markdown.close()
         else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,9 +186,11 @@ async def stream_run(
     renderer: Renderer,
     *,
     session: AnySession | str | None = None,
+    decisions: Mapping[str, bool] | None = None,
 ) -> RunResult | None:
     """Run ``prompt``, showing every event; returns the result, or ``None`` if the run
-    was interrupted by a second Ctrl-C.
+    was interrupted by a second Ctrl-C. With ``decisions`` (call id -> approved) the
+    suspended run of ``session`` is resumed instead and ``prompt`` is not used.
 
     The first Ctrl-C cancels the run through a :class:`~tether.CancelToken`: the runner
     stops streaming, answers unfinished tool calls as interrupted (so the session stays
@@ -199,15 +201,21 @@ async def stream_run(
     from ..cancel import CancelToken
     from ..events import Done, RunStart
     from ..result import Outcome
+    from .ctrl_c_echo import quiet_ctrl_c
     from .interrupted import PartialAnswer
     from .process import resume_gc
 
     token = CancelToken()
     restore = _cancel_on_sigint(token, renderer)
+    echo_back = quiet_ctrl_c()
     result: RunResult | None = None
     partial = PartialAnswer()
     try:
-        events = agent.stream(prompt, session=session, cancel=token)
+        events = (
+            agent.stream(prompt, session=session, cancel=token)
+            if decisions is None
+            else agent.resume_stream(decisions, session=session, cancel=token)
+        )
         try:
             async for event in events:
                 if not isinstance(event, RunStart):
@@ -225,6 +233,7 @@ async def stream_run(
                 await close()
     finally:
         restore()
+        echo_back()
         renderer.finish_line()
     return result
 
@@ -273,7 +282,9 @@ def _cancel_on_sigint(token: Any, renderer: Renderer) -> Any:
     return restore
 
 
-def exit_status(result: RunResult | None, renderer: Renderer) -> int:
+def exit_status(
+    result: RunResult | None, renderer: Renderer, session_name: str | None = None
+) -> int:
     """Report how the run ended (unless it completed) and return the exit status."""
     from ..result import Outcome
 
@@ -285,7 +296,7 @@ def exit_status(result: RunResult | None, renderer: Renderer) -> int:
     if result.outcome is Outcome.SUSPENDED:
         from .compose import suspended_message
 
-        renderer.error(suspended_message(result))
+        renderer.error(suspended_message(result, session_name))
     elif result.outcome is Outcome.NEEDS_HUMAN and result.error is not None:
         renderer.error(getattr(result.error, "user_message", str(result.error)))
     elif result.outcome is Outcome.MAX_TOKENS:
@@ -358,7 +369,14 @@ def attach_images(text: str, images: Sequence[Path]) -> Prompt:
     return blocks
 
 
-@click.command("run")
+RUN_EPILOG = """\b
+Trying tools without a key: demo/echo calls the tools a prompt names, with
+key=value arguments (anything else is echoed):
+  tether run -m demo/echo --tools fs "read_file path=pyproject.toml"
+"""
+
+
+@click.command("run", epilog=RUN_EPILOG)
 @click.argument("prompt", required=False)
 @model_options
 @click.option(
@@ -438,15 +456,30 @@ async def _run_once(
 ) -> int:
     """One ``tether run``: the exit status."""
     from ..errors import TetherError
+    from .approvals import waiting_hint
 
     try:
         await check_provider(agent)
         if session_name is not None:
-            await open_named_session(agent, session_name)
+            session = await open_named_session(agent, session_name)
+            if waiting := _waiting_calls(session):
+                renderer.error(
+                    f'Session "{session_name}" has a run waiting for approval of: {waiting}. '
+                    "A new prompt cannot follow it until they are decided. "
+                    + waiting_hint(session_name)
+                )
+                return 1
         result = await stream_run(agent, text, renderer)
     except TetherError as exc:
         report_error(state, renderer, exc)
         return 1
     finally:
         await agent.aclose()
-    return exit_status(result, renderer)
+    return exit_status(result, renderer, session_name)
+
+
+def _waiting_calls(session: AnySession) -> str:
+    """``tool (call id), ...`` for the calls a suspended run of ``session`` waits on."""
+    from .approvals import pending_calls
+
+    return ", ".join(f"{c.name} ({c.id})" for c in pending_calls(list(session.messages)))

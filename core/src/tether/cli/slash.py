@@ -117,9 +117,17 @@ async def _clear(chat: Conversation, argument: str) -> bool:
 
 
 async def _compact(chat: Conversation, argument: str) -> bool:
-    event = await chat.agent.compact(chat.session)
+    """Compact now, showing that it runs (a summary can take the model a minute), and
+    keep the result only if it is smaller than the history it would replace."""
+    chat.renderer.notice("Compacting the history…")
+    event = await chat.agent.compact(chat.session, only_if_smaller=True)
     if event is None:
         chat.renderer.notice("Nothing to compact: the history is already short.")
+    elif event.tokens_after >= event.tokens_before:
+        chat.renderer.notice(
+            f"Compaction not kept: its result ({event.tokens_after:,} tokens) is not smaller "
+            f"than the history ({event.tokens_before:,} tokens). The history is unchanged."
+        )
     else:
         chat.renderer.event(event)
     return True

@@ -16,7 +16,7 @@ The model string is ``bedrock/<Bedrock model id>``: a base model id
 Request shaping and stream assembly are the Anthropic provider's: the Messages API is
 the same on Bedrock, only the URL, the signing and the stream framing (AWS event stream,
 decoded by the SDK) differ. boto3 and botocore are imported on first use
-(``pip install 'tether-anthropic[bedrock]'``).
+(``uv pip install './plugins/anthropic[bedrock]'``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ __all__ = [
 
 PROVIDER = "bedrock"
 LABEL = "Amazon Bedrock"
-_INSTALL = "pip install 'tether-anthropic[bedrock]'"
+_INSTALL = "uv pip install './plugins/anthropic[bedrock]'"
 _CREDENTIAL_SOURCES = (
     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, an AWS profile (AWS_PROFILE or `profile` "
     "under [providers.bedrock]; `aws sso login` for SSO profiles), a role from the container "

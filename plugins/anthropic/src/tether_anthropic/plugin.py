@@ -49,7 +49,7 @@ def make_vertex_provider(config: ProviderConfig) -> Provider:
             raise
         raise ConfigError(
             "Claude on Vertex AI needs the Google Cloud credentials of the vertex extra: "
-            "`pip install 'tether-anthropic[vertex]'`."
+            "`uv pip install './plugins/anthropic[vertex]'`."
         ) from exc
 
     return VertexClaudeProvider(config)

@@ -34,6 +34,7 @@ from tether.errors import (
     ProviderConnectionError,
     ProviderError,
 )
+from tether.install_hints import clone_install
 from tether.scrub import register_secret, scrub
 
 if TYPE_CHECKING:
@@ -101,7 +102,8 @@ def load_account(config: ProviderConfig, *, install: str = "tether-google-auth")
         from google.auth import exceptions
     except ImportError as exc:
         raise ConfigError(
-            f"Vertex AI needs google-auth, which is not installed: `pip install '{install}'`."
+            f"Vertex AI needs google-auth, which is not installed: `{clone_install(install)}` "
+            "(in a clone of tether)."
         ) from exc
     try:
         credentials, adc_project = google.auth.default(scopes=[SCOPE])

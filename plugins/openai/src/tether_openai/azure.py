@@ -172,7 +172,7 @@ def missing_credential(key_env: str) -> AuthenticationError:
     return AuthenticationError(
         f"No credential for Azure OpenAI. Set the {key_env} environment variable (or "
         'api_key_env in [providers.azure]), or sign in with Microsoft Entra ID: auth = "entra" '
-        "under [providers.azure] (needs `pip install 'tether-openai[azure]'`).",
+        "under [providers.azure] (needs `uv pip install './plugins/openai[azure]'`).",
         provider="azure",
     )
 
@@ -189,7 +189,7 @@ def entra_token_provider(scope: str = DEFAULT_SCOPE) -> tuple[Any, Callable[[], 
     except ImportError as exc:
         raise ConfigError(
             'auth = "entra" in [providers.azure] needs azure-identity: '
-            "`pip install 'tether-openai[azure]'`."
+            "`uv pip install './plugins/openai[azure]'`."
         ) from exc
     credential = DefaultAzureCredential()
     fetch = get_bearer_token_provider(credential, scope)
