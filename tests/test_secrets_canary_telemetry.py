@@ -24,10 +24,10 @@ import tether
 from tether import Agent
 from tether.config import Config
 from tether.errors import AuthenticationError
-from tether.runlog import open_run_log
-from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
 from tether_otel.plugin import shutdown
+from tether_runlog import open_run_log
+from tether_testing.http import FakeResponse, FakeServer
 
 MODEL = "gpt-4.1"
 

@@ -1,28 +1,18 @@
 """tether's own components, registered through the same hooks as any plugin.
 
-The one exception is the CLI's own sub-commands: they are listed in
-``tether.cli.BUILTIN_COMMANDS`` so that ``tether --help`` can name them without loading
-any plugin.
+The product parts that are distributions of their own (the knowledge base, the run log,
+the command line) register theirs through their entry points, like any other plugin.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from pydantic import Field
-
 from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
-from .errors import ConfigError
 from .hookspecs import hookimpl
 from .registry import (
     CompactionStrategyRegistrar,
-    EmbedderRegistrar,
-    KnowledgeBackendRegistrar,
-    ObserverRegistrar,
     ProviderRegistrar,
     SessionStoreRegistrar,
     StrategyRegistrar,
-    ToolRegistrar,
 )
 
 
@@ -53,50 +43,6 @@ def register_session_stores(stores: SessionStoreRegistrar) -> None:
 
     stores.add("jsonl", JsonlBackend)
     stores.add("sqlite", SqliteSessionStore)
-
-
-def memory_backend(**settings: Any) -> Any:
-    """The in-memory knowledge-base backend. It needs numpy (the ``kb`` extra), imported
-    only here, so a core-only install loads tether's built-ins without errors and says
-    what to install when a knowledge base is actually used."""
-    try:
-        from .knowledge.memory_backend import MemoryBackend
-    except ImportError as exc:
-        raise ConfigError(
-            f"The in-memory knowledge-base backend needs {exc.name or 'numpy'}, which is not "
-            'installed. Install it with the kb extra: pip install "tether[kb]" '
-            '(from a clone: pip install "./core[kb]").'
-        ) from exc
-    return MemoryBackend(**settings)
-
-
-@hookimpl
-def register_knowledge_backends(backends: KnowledgeBackendRegistrar) -> None:
-    backends.add("memory", memory_backend)
-
-
-@hookimpl
-def register_tools(tools: ToolRegistrar) -> None:
-    from .knowledge.tool import kb_toolset
-
-    def open_knowledge_base() -> Any:
-        from .config import load_config
-        from .knowledge.knowledge_base import KnowledgeBase
-
-        return KnowledgeBase.open(
-            tools.config if tools.config is not None else load_config(),
-            backends=tools.sibling(KnowledgeBackendRegistrar),
-            embedders=tools.sibling(EmbedderRegistrar),
-        )
-
-    tools.add(kb_toolset(open_knowledge_base), settings={"k": Annotated[int, Field(ge=1, le=50)]})
-
-
-@hookimpl
-def register_observers(observers: ObserverRegistrar) -> None:
-    from .runlog import recorder_for
-
-    observers.add("runlog", recorder_for, configure=True)
 
 
 @hookimpl

@@ -14,6 +14,7 @@ which calls were answered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time

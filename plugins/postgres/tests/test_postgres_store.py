@@ -9,9 +9,9 @@ import psycopg
 import pytest
 
 from tether.errors import ConfigError, SessionError
-from tether.testing import SessionStoreContract
 from tether_postgres import PostgresSessionStore
 from tether_postgres.testing import temporary_database
+from tether_testing import SessionStoreContract
 
 
 @pytest.fixture(scope="module")

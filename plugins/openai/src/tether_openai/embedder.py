@@ -109,7 +109,9 @@ class OpenAIEmbedder:
             raise KnowledgeBackendError(f"OpenAI embeddings ({self.model}): {exc}") from exc
         except Exception as exc:
             error = translate(exc, self._connection.errors)
-            raise KnowledgeBackendError(f"OpenAI embeddings ({self.model}) failed: {error}") from exc
+            raise KnowledgeBackendError(
+                f"OpenAI embeddings ({self.model}) failed: {error}"
+            ) from exc
         data = sorted(response.data, key=lambda item: item.index)
         if len(data) != len(texts):
             raise KnowledgeBackendError(

@@ -1,0 +1,77 @@
+"""``tether plugin new``: what it writes, and clear refusals that write nothing.
+
+(That each kind installs and passes its own tests is shown end to end by the
+cross-package ``tests/test_plugin_scaffold.py``.)"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tether_cli import CliState, cli
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    directory = tmp_path / "out"
+    directory.mkdir()
+    return directory
+
+
+def _new(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["plugin", "new", *args], obj=CliState())
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    ("kind", "hook"),
+    [
+        ("tool", "register_tools"),
+        ("provider", "register_providers"),
+        ("kb-backend", "register_knowledge_backends"),
+        ("session-store", "register_session_stores"),
+    ],
+)
+def test_writes_a_distribution_with_its_entry_point(tmp_path: Path, kind: str, hook: str) -> None:
+    code, output = _new("my-thing", "--kind", kind, "--dir", str(tmp_path))
+    assert code == 0, output
+    target = tmp_path / "tether-my-thing"
+    assert f"Created {target}" in output and hook in output
+    project = tomllib.loads((target / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "tether-my-thing"
+    assert project["entry-points"]["tether"] == {"my-thing": "tether_my_thing"}
+    assert any(d.startswith(("tether>=", "tether[kb]>=")) for d in project["dependencies"])
+    module = (target / "src" / "tether_my_thing" / "__init__.py").read_text()
+    assert f"def {hook}(" in module and "__" + "NAME__" not in module
+    compile(module, "__init__.py", "exec")
+    assert (target / "src" / "tether_my_thing" / "py.typed").exists()
+    tests = (target / "tests" / "test_my_thing.py").read_text()
+    compile(tests, "test_my_thing.py", "exec")
+    assert "tether-my-thing" in (target / "README.md").read_text()
+    if kind == "session-store":
+        assert "SessionStoreContract" in tests
+
+
+@pytest.mark.parametrize("name", ["Weather", "9lives", "my_tool", "a--b", "tether-x", ""])
+def test_a_bad_name_is_refused_and_nothing_is_written(out: Path, name: str) -> None:
+    code, output = _new(name, "--kind", "tool", "--dir", str(out))
+    assert code == 1
+    assert "Error:" in output and ("plugin name" in output or "tether prefix" in output)
+    assert list(out.iterdir()) == []
+
+
+def test_an_existing_directory_is_not_overwritten(out: Path) -> None:
+    (out / "tether-weather").mkdir()
+    (out / "tether-weather" / "mine.txt").write_text("keep")
+    code, output = _new("weather", "--kind", "tool", "--dir", str(out))
+    assert code == 1 and "exists already" in output
+    assert [p.name for p in (out / "tether-weather").iterdir()] == ["mine.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["tether-weather"]
+
+
+def test_an_unknown_kind_is_refused(out: Path) -> None:
+    code, output = _new("weather", "--kind", "embedder", "--dir", str(out))
+    assert code == 2 and "tool" in output and "session-store" in output
