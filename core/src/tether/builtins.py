@@ -1,10 +1,18 @@
 """tether's own components, registered through the same hooks as any plugin.
 
+Each feature is a named built-in plugin (:data:`PLUGINS`): ``compaction`` (the
+``none``, ``summarize`` and ``truncate`` strategies), ``demo`` (the key-free demo model),
+``sessions`` (the ``jsonl`` and ``sqlite`` session stores) and ``strategies`` (ReAct,
+Plan-and-Execute, Reflexion). Like pytest's, a built-in plugin is left out when its name
+is in ``TETHER_PLUGINS_DENY``.
+
 The product parts that are distributions of their own (the knowledge base, the run log,
 the command line) register theirs through their entry points, like any other plugin.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
 from .hookspecs import hookimpl
@@ -52,3 +60,17 @@ def register_strategies(strategies: StrategyRegistrar) -> None:
     strategies.add("react", ReAct)
     strategies.add("plan-and-execute", PlanAndExecute)
     strategies.add("reflexion", Reflexion)
+
+
+def _plugin(**hooks: object) -> object:
+    """A built-in plugin holding ``hooks``, shown as from module ``tether.builtins``."""
+    return SimpleNamespace(__name__=__name__, **hooks)
+
+
+#: The built-in plugins by name, registered in this order before any other plugin.
+PLUGINS: dict[str, object] = {
+    "compaction": _plugin(register_compaction_strategies=register_compaction_strategies),
+    "demo": _plugin(register_providers=register_providers),
+    "sessions": _plugin(register_session_stores=register_session_stores),
+    "strategies": _plugin(register_strategies=register_strategies),
+}

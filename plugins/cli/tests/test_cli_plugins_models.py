@@ -36,7 +36,7 @@ def test_plugins_lists_each_plugin_with_its_hooks_and_components(invoke: Invoke)
     lines = result.stdout.splitlines()
     row = next(line for line in lines if line.strip().startswith("cli_fake_model"))
     assert "(in-process)" in row and "providers" in row and "tools" in row and "commands" in row
-    builtins = next(line for line in lines if line.strip().startswith("builtins"))
+    builtins = next(line for line in lines if line.strip().startswith("compaction"))
     assert "tether" in builtins and "compaction_strategies" in builtins
     text = result.stdout
     assert "Providers" in text and "prefixes: fake-" in text
@@ -48,7 +48,14 @@ def test_plugins_lists_each_plugin_with_its_hooks_and_components(invoke: Invoke)
 def test_plugins_json_has_plugins_components_conflicts_and_errors(invoke: Invoke) -> None:
     report = json.loads(invoke(*FAKE, "plugins", "--json").stdout)
     own = {"tether_runlog.plugin", "tether_knowledge.plugin"}  # the CLI registers its own parts
-    assert {p["name"] for p in report["plugins"]} == {"builtins", "cli_fake_model", *own}
+    assert {p["name"] for p in report["plugins"]} == {
+        "compaction",
+        "demo",
+        "sessions",
+        "strategies",
+        "cli_fake_model",
+        *own,
+    }
     fake = next(p for p in report["plugins"] if p["name"] == "cli_fake_model")
     assert fake["hooks"] == ["register_commands", "register_providers", "register_tools"]
     assert fake["error"] is None
@@ -62,7 +69,7 @@ def test_plugins_json_has_plugins_components_conflicts_and_errors(invoke: Invoke
     assert {
         "name": "none",
         "distribution": "tether",
-        "plugin": "builtins",
+        "plugin": "compaction",
         "details": "",
     } in report["components"]["compaction strategy"]
     assert report["conflicts"] == [] and report["errors"] == []
