@@ -98,7 +98,7 @@ async def test_a_canary_key_reaches_no_span_metric_otlp_request_or_run_log(
     env_key = f"canary{uuid.uuid4().hex}"
     config_key = f"canary{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", env_key)
-    monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "openai,otel")
+    monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "openai,otel,runlog")
     monkeypatch.setenv("TETHER_RUN_LOG", str(tmp_path / "runs.sqlite"))
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
