@@ -5,8 +5,9 @@
     cross-package ``tests/``) in one pytest run, in the workspace environment that
     ``uv sync --all-packages --all-extras`` made. This is what CI runs (``.ci/run``).
 ``tests-<package>``
-    One distribution's tests in a fresh environment holding only it, the core and its
-    ``test`` extra: proves the package installs and passes on its own.
+    One distribution's tests in a fresh environment holding only it, the core with its
+    ``test`` extra, and the workspace distributions they require (the CLI, the test kit,
+    ...): proves the package installs and passes on its own.
 ``lint``, ``typecheck``
     ruff (check and format) and ``mypy --strict`` over every ``src/`` directory.
 ``docs``
@@ -26,6 +27,8 @@ so start them through uv: ``uv run --no-sync nox -s tests``.
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 
 import nox
@@ -43,6 +46,43 @@ def members() -> list[Path]:
         *sorted((ROOT / "contrib").glob("*")),
     ]
     return [path for path in candidates if (path / "pyproject.toml").is_file()]
+
+
+def _distribution(member: Path, test: bool = False) -> tuple[str, list[str]]:
+    """The member's distribution name and its requirements (with its ``test`` extra's)."""
+    project = tomllib.loads((member / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    required = list(project.get("dependencies", []))
+    if test:
+        required += project.get("optional-dependencies", {}).get("test", [])
+    return project["name"], required
+
+
+def _optional(member: Path) -> dict[str, list[str]]:
+    project = tomllib.loads((member / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return dict(project.get("optional-dependencies", {}))
+
+
+def workspace_requirements(member: Path) -> list[Path]:
+    """The other workspace members ``member`` (with core and their test extras) needs,
+    found through their requirements: installed from the workspace, never an index."""
+    by_name = {_distribution(m)[0]: m for m in members()}
+    wanted: list[Path] = []
+    todo = [(member, True), (ROOT / "core", True)]
+    while todo:
+        current, test = todo.pop()
+        for requirement in _distribution(current, test)[1]:
+            name = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower()
+            names = [name]
+            extras = re.search(r"\[([^\]]*)\]", requirement)
+            if name == "tether" and extras:  # tether[kb]: the distributions of core's extras
+                optional = _optional(ROOT / "core")
+                for extra in extras.group(1).split(","):
+                    names += optional.get(extra.strip(), [])
+            for found in (by_name.get(n) for n in names):
+                if found is not None and found not in (member, ROOT / "core", *wanted):
+                    wanted.append(found)
+                    todo.append((found, False))
+    return wanted
 
 
 def test_paths() -> list[str]:
@@ -65,9 +105,11 @@ def _member_session(member: Path) -> None:
 
     @nox.session(name=f"tests-{member.name}")
     def member_tests(session: nox.Session) -> None:
-        requirements = ["-e", "./core[kb,test]"]
+        requirements = ["-e", "./core[test]"]
         if member.name != "core":
             requirements += ["-e", f"./{relative}[test]"]
+        for needed in workspace_requirements(member):
+            requirements += ["-e", f"./{needed.relative_to(ROOT)}"]
         session.install(*requirements, "pytest>=8", "pytest-asyncio>=0.24")
         session.run("python", "-m", "pytest", str(relative / "tests"), *session.posargs)
 

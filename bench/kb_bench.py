@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from tether.knowledge.chunking import Chunker
-from tether.knowledge.knowledge_base import KnowledgeBase
+from tether_knowledge.chunking import Chunker
+from tether_knowledge.knowledge_base import KnowledgeBase
 
 DIM = 384
 CHUNKS_PER_DOC = 50
@@ -187,7 +187,7 @@ def row(name: str, build: float | None, lat: dict[str, tuple[float, float]]) -> 
 
 def make_backend(name: str, directory: Path) -> Any:
     if name == "memory":
-        from tether.knowledge.memory_backend import MemoryBackend
+        from tether_knowledge.memory_backend import MemoryBackend
 
         return MemoryBackend()
     if name == "sqlite":
@@ -236,7 +236,7 @@ async def bench_backend(
 def bench_rank_bm25(texts: list[str], qs: list[tuple[str, np.ndarray]], n_queries: int) -> None:
     from rank_bm25 import BM25Okapi
 
-    from tether.knowledge.text import Tokenizer
+    from tether_knowledge.text import Tokenizer
 
     tok = Tokenizer()
     start = time.perf_counter()

@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from tether.knowledge.chunking import Chunk, Chunker
-from tether.knowledge.fusion import FusionMethod, fuse
-from tether.knowledge.knowledge_base import KnowledgeBase, _unit
-from tether.knowledge.passages import merge_passages
+from tether_knowledge.chunking import Chunk, Chunker
+from tether_knowledge.fusion import FusionMethod, fuse
+from tether_knowledge.knowledge_base import KnowledgeBase, _unit
+from tether_knowledge.passages import merge_passages
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 RESAMPLES = 10_000
@@ -120,8 +120,8 @@ class CachedEmbedder:
     re-running (or indexing the same text under another chunking) embeds nothing twice."""
 
     def __init__(self, name: str) -> None:
-        from tether.knowledge.embedders import load_embedder
         from tether.plugins import PluginManager
+        from tether_knowledge.embedders import load_embedder
 
         inner = load_embedder(name, PluginManager().embedders)
         assert inner is not None
@@ -196,7 +196,7 @@ class CachedEmbedder:
 
 def make_backend(name: str, directory: Path) -> Any:
     if name == "memory":
-        from tether.knowledge.memory_backend import MemoryBackend
+        from tether_knowledge.memory_backend import MemoryBackend
 
         return MemoryBackend()
     if name == "sqlite":

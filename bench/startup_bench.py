@@ -32,8 +32,8 @@ import threading
 import time
 from pathlib import Path
 
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
-from tether.testing.wire import chat_reply
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
+from tether_testing.wire import chat_reply
 
 MODEL = "gpt-4.1"
 PROMPT = "Say hello"

@@ -35,7 +35,7 @@ WIDTH = 88
 # -- CLI ----------------------------------------------------------------------------------
 def cli_commands() -> list[tuple[list[str], click.Command]]:
     """Every command of ``tether``: (path of names, command), depth first, sorted."""
-    from tether.cli import CliState, cli
+    from tether_cli import CliState, cli
 
     root = click.Context(cli, info_name="tether", obj=CliState())
     found: list[tuple[list[str], click.Command]] = []
@@ -57,7 +57,7 @@ def command_help(path: list[str]) -> str:
     """What ``tether PATH --help`` prints, run through the real command line."""
     from click.testing import CliRunner
 
-    from tether.cli import CliState, cli
+    from tether_cli import CliState, cli
 
     result = CliRunner().invoke(
         cli,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tether.knowledge.text import Tokenizer
+from tether_knowledge.text import Tokenizer
 
 
 class HashingEmbedder:
@@ -42,7 +42,7 @@ class HashingEmbedder:
 def make_backend(kind: str, directory: Path, server: tuple[str, int] | None = None) -> Any:
     """A fresh backend of ``kind`` storing under ``directory``."""
     if kind == "memory":
-        from tether.knowledge.memory_backend import MemoryBackend
+        from tether_knowledge.memory_backend import MemoryBackend
 
         return MemoryBackend()
     if kind == "sqlite":

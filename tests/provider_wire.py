@@ -3,7 +3,7 @@
 Two halves:
 
 - **Builders** of streamed responses: the public ones (Anthropic Messages, OpenAI Chat
-  Completions, Gemini) come from :mod:`tether.testing.wire`; the OpenAI Responses stream
+  Completions, Gemini) come from :mod:`tether_testing.wire`; the OpenAI Responses stream
   here records every signature it issues in a :class:`Ledger` with the
   ``provider/model`` that issued it.
 - **Validators** that read a recorded request body and return every way it breaks the
@@ -26,35 +26,35 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.testing.http import FakeResponse
-from tether.testing.wire import (
+from tether_testing.http import FakeResponse
+from tether_testing.wire import (
     Event as Event,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     Json as Json,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     anthropic_redacted_thinking as anthropic_redacted_thinking,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     anthropic_reply as anthropic_reply,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     anthropic_text as anthropic_text,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     anthropic_thinking as anthropic_thinking,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     anthropic_tool_use as anthropic_tool_use,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     chat_reply as chat_reply,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     gemini_part as gemini_part,
 )
-from tether.testing.wire import (
+from tether_testing.wire import (
     gemini_reply as gemini_reply,
 )
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tether.testing import FakeModelServer, chat_reply
+from tether_testing import FakeModelServer, chat_reply
 
 
 def test_tether_run_against_the_shipped_fake_server_needs_no_key(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def _write(sessions: dict[str, Any], name: str, messages: list[Message]) -> None
 def test_sessions_commands_use_the_configured_store(
     store_settings: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tether.cli import cli
+    from tether_cli import cli
 
     data = tmp_path / "data"
     monkeypatch.setenv("TETHER_DATA_DIR", str(data))

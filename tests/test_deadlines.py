@@ -22,7 +22,7 @@ from tether.result import Outcome
 from tether.retry import RetryPolicy
 from tether.sessions import InMemorySession
 from tether.testing import Reply, ScriptedProvider, assert_invariant, rate_limited
-from tether.testing.http import FakeResponse, FakeServer
+from tether_testing.http import FakeResponse, FakeServer
 
 MODEL = "gpt-4.1"
 

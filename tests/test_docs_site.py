@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 import pytest
 
-from tether.testing.screenshots import read_png
+from tether_testing.screenshots import read_png
 
 ROOT = Path(__file__).resolve().parents[1]
 MKDOCS = Path(sys.executable).with_name("mkdocs")
@@ -55,7 +55,7 @@ def _text(page: Path) -> str:
 
 
 def _commands() -> list[tuple[list[str], click.Command]]:
-    from tether.cli import CliState, cli
+    from tether_cli import CliState, cli
 
     found: list[tuple[list[str], click.Command]] = []
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tether.knowledge.chunking import Chunker
-from tether.knowledge.knowledge_base import KnowledgeBase
+from tether_knowledge.chunking import Chunker
+from tether_knowledge.knowledge_base import KnowledgeBase
 
 SUPPORT = Path(__file__).with_name("kb_support.py")
 
@@ -31,8 +31,8 @@ SCRIPT = textwrap.dedent(
     spec = importlib.util.spec_from_file_location("kb_support", sys.argv[1])
     support = importlib.util.module_from_spec(spec); spec.loader.exec_module(support)
     from pathlib import Path
-    from tether.knowledge.chunking import Chunker
-    from tether.knowledge.knowledge_base import KnowledgeBase
+    from tether_knowledge.chunking import Chunker
+    from tether_knowledge.knowledge_base import KnowledgeBase
 
     async def main():
         kb = KnowledgeBase(support.make_backend(sys.argv[2], Path(sys.argv[3])),

@@ -16,7 +16,7 @@ BACKEND = '''
 import math
 from dataclasses import replace
 
-from tether.knowledge import Chunk, DocumentInfo, Tokenizer
+from tether_knowledge import Chunk, DocumentInfo, Tokenizer
 
 
 class AcmeBackend:
@@ -79,7 +79,7 @@ TESTS = """
 import pytest
 
 from acme_kb import AcmeBackend
-from tether.testing import KnowledgeBackendContract
+from tether_testing import KnowledgeBackendContract
 
 
 class TestAcmeBackend(KnowledgeBackendContract):

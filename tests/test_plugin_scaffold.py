@@ -24,6 +24,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TETHER = Path(sys.executable).with_name("tether")
 UV = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+#: The distributions beside the kernel that the plugins and the command line need.
+PRODUCT = ("cli", "runlog", "memory", "knowledge", "testing")
+
 PLUGINS = {
     "tool": "wordcount",
     "provider": "echoer",
@@ -56,7 +59,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     python = venv / "bin" / "python"
     _run(
         [UV, "pip", "install", "--quiet", "--offline", "--python", str(python),
-         str(ROOT / "core"), *(str(work / f"tether-{n}") for n in PLUGINS.values()),
+         str(ROOT / "core"), *(str(ROOT / "plugins" / d) for d in PRODUCT),
+         *(str(work / f"tether-{n}") for n in PLUGINS.values()),
          "pytest>=8", "pytest-asyncio>=0.24"],
         env=env,
     )  # fmt: skip

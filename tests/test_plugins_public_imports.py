@@ -18,11 +18,11 @@ PUBLIC_MODULES = (
     "tether",
     "tether.arguments",
     "tether.boundary",
-    "tether.cli",
+    "tether.cli",  # deprecated path of tether_cli, still public through 0.x
     "tether.config",
     "tether.errors",
     "tether.events",
-    "tether.knowledge",
+    "tether.knowledge",  # deprecated path of tether_knowledge, still public through 0.x
     "tether.messages",
     "tether.observe",
     "tether.provenance",
@@ -41,7 +41,16 @@ PUBLIC_MODULES = (
     "tether.tools",
 )
 
-SOURCES = sorted([*ROOT.glob("plugins/*/src/**/*.py"), *ROOT.glob("contrib/*/src/**/*.py")])
+#: The product distributions that left the kernel (the command line, the knowledge base,
+#: memory, the run log, the test kit) are released with it, version for version, and
+#: still use its inner modules; the rule is for plugins.
+PRODUCT = ("cli", "knowledge", "memory", "runlog", "testing")
+
+SOURCES = sorted(
+    path
+    for path in [*ROOT.glob("plugins/*/src/**/*.py"), *ROOT.glob("contrib/*/src/**/*.py")]
+    if path.relative_to(ROOT).parts[:2] not in {("plugins", name) for name in PRODUCT}
+)
 
 
 def _exported(module: str) -> set[str]:

@@ -18,7 +18,7 @@ from tether.errors import InvalidRequestError, ProviderConnectionError
 from tether.events import Retry
 from tether.retry import RetryPolicy
 from tether.testing import RecordingSleep
-from tether.testing.http import FakeResponse, FakeServer
+from tether_testing.http import FakeResponse, FakeServer
 
 SERVER_MESSAGE = "messages.0.content: the field 'kind' is not allowed here"
 

@@ -34,7 +34,7 @@ from tether.messages import ImageBlock, TextBlock
 from tether.provider import ThinkingConfig
 from tether.retry import RetryPolicy
 from tether.sessions import InMemorySession
-from tether.testing.http import FakeServer
+from tether_testing.http import FakeServer
 
 
 def _wire() -> ModuleType:

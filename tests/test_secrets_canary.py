@@ -29,8 +29,8 @@ from tether.events import Done, Retry, RunEvent
 from tether.scrub import format_exception
 from tether.sessions import JsonlSession
 from tether.testing import assert_invariant
-from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
+from tether_testing.http import FakeResponse, FakeServer
 
 TETHER = Path(sys.executable).with_name("tether")
 MODEL = "gpt-4.1"

@@ -24,10 +24,10 @@ import tether
 from tether import Agent
 from tether.config import Config
 from tether.errors import AuthenticationError
-from tether.runlog import open_run_log
-from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
 from tether_otel.plugin import shutdown
+from tether_runlog import open_run_log
+from tether_testing.http import FakeResponse, FakeServer
 
 MODEL = "gpt-4.1"
 
@@ -98,7 +98,7 @@ async def test_a_canary_key_reaches_no_span_metric_otlp_request_or_run_log(
     env_key = f"canary{uuid.uuid4().hex}"
     config_key = f"canary{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", env_key)
-    monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "openai,otel")
+    monkeypatch.setenv("TETHER_PLUGINS_ALLOW", "openai,otel,runlog")
     monkeypatch.setenv("TETHER_RUN_LOG", str(tmp_path / "runs.sqlite"))
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()

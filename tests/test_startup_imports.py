@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.testing.http import FakeResponse, FakeServer
-from tether.testing.wire import (
+from tether_testing.http import FakeResponse, FakeServer
+from tether_testing.wire import (
     anthropic_reply,
     anthropic_text,
     chat_reply,
@@ -110,24 +110,24 @@ def test_a_run_imports_only_the_chosen_providers_sdk(case: Case, tmp_path: Path)
 #: must not import: each serves a feature the run does not use, and start-up time is
 #: mostly imports. (``sqlite3`` itself is imported after the answer, by the run log.)
 NOT_IMPORTED_BY_A_RUN = (
-    "tether.knowledge.knowledge_base",
-    "tether.knowledge.backend",
-    "tether.knowledge.chunking",
-    "tether.knowledge.embedders",
-    "tether.knowledge.keyword_index",
-    "tether.knowledge.vector_index",
-    "tether.knowledge.memory_backend",
-    "tether.memory.scanner",
-    "tether.memory.intent",
+    "tether_knowledge.knowledge_base",
+    "tether_knowledge.backend",
+    "tether_knowledge.chunking",
+    "tether_knowledge.embedders",
+    "tether_knowledge.keyword_index",
+    "tether_knowledge.vector_index",
+    "tether_knowledge.memory_backend",
+    "tether_memory.scanner",
+    "tether_memory.intent",
     "tether.sessions.sqlite",
-    "tether.runlog.trace",
-    "tether.runlog.html",
-    "tether.cli.chat",
-    "tether.cli.slash",
-    "tether.cli.kb",
-    "tether.cli.sessions",
-    "tether.cli.runlog",
-    "tether.scaffold",
+    "tether_runlog.trace",
+    "tether_runlog.html",
+    "tether_cli.chat",
+    "tether_cli.slash",
+    "tether_knowledge.commands",
+    "tether_cli.sessions",
+    "tether_runlog.commands",
+    "tether_cli.scaffold",
     "tether_tools.fs",  # no tools are enabled: the tools plugin loads, its tools do not
     "tether_tools.shell",
     "tether_tools.web",
@@ -150,7 +150,7 @@ import atexit, sys
 out = sys.argv.pop(1)
 atexit.register(lambda: open(out, "w").write("\\n".join(sorted(sys.modules))))
 sys.argv[0] = "tether"
-from tether.cli import main
+from tether_cli import main
 main()
 """
 
@@ -170,7 +170,7 @@ def test_a_plain_run_imports_none_of_the_features_it_does_not_use(tmp_path: Path
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "Started."
     modules = set(listing.read_text().split())
-    assert {"tether.cli.run", "tether_tools.plugin", "openai"} <= modules  # the probe works
+    assert {"tether_cli.run", "tether_tools.plugin", "openai"} <= modules  # the probe works
     assert (tmp_path / "data" / "runs.sqlite").exists()
     unwanted = {
         name

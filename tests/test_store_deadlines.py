@@ -19,8 +19,8 @@ from tether.config import parse_config
 from tether.errors import SessionTimeoutError, WallTimeExceeded
 from tether.messages import new_id
 from tether.testing import Reply, ScriptedProvider, assert_invariant, call
-from tether.testing.fault_proxy import FaultProxy
 from tether_postgres.testing import temporary_database
+from tether_testing.fault_proxy import FaultProxy
 
 WALL = 1.5
 """The runs' wall-time limit: each must end by WALL + 1 s, whatever the store does."""

@@ -22,8 +22,8 @@ from tether import Agent
 from tether.config import Config, ProviderConfig
 from tether.result import Outcome
 from tether.retry import RetryPolicy
-from tether.testing.http import FakeResponse, FakeServer
 from tether.testing.invariant import assert_invariant
+from tether_testing.http import FakeResponse, FakeServer
 
 
 def _wire() -> ModuleType:

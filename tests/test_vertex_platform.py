@@ -14,13 +14,13 @@ from click.testing import CliRunner
 
 import tether
 from tether import Agent
-from tether.cli import CliState, cli
 from tether.config import Config
 from tether.config_check import check_plugin_settings
 from tether.errors import ConfigError
 from tether.events import event_to_dict
 from tether.plugins import PluginManager
-from tether.testing import (
+from tether_cli import CliState, cli
+from tether_testing import (
     FakeGoogleOAuth,
     FakeResponse,
     FakeServer,
@@ -29,7 +29,7 @@ from tether.testing import (
     gemini_part,
     gemini_reply,
 )
-from tether.testing.http import RecordedRequest
+from tether_testing.http import RecordedRequest
 
 PROJECT = "proj-both"
 LOCATION = "europe-west1"

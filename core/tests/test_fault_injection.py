@@ -32,14 +32,14 @@ from typing import Any
 import pytest
 
 import tether.fileio
-import tether.memory.store
 import tether.sessions.jsonl
+import tether_memory.store
 from tether.errors import CrossSessionMemoryError, SessionError
-from tether.memory import MemoryStore
 from tether.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from tether.sessions import JsonlSession, load_session_file
 from tether.sessions.repair import INTERRUPTED_ON_LOAD
 from tether.testing import Reply, ScriptedProvider, assert_invariant, call
+from tether_memory import MemoryStore
 
 OPERATIONS = ("open", "write", "fsync", "rename")
 ERRNOS = (errno.ENOSPC, errno.EIO, errno.EROFS)
@@ -48,7 +48,7 @@ ADVICE = {
     errno.EIO: "check the disk",
     errno.EROFS: "read-only",
 }
-MODULES = (tether.fileio, tether.sessions.jsonl, tether.memory.store)
+MODULES = (tether.fileio, tether.sessions.jsonl, tether_memory.store)
 
 
 @dataclass

@@ -120,7 +120,10 @@ def test_an_agent_with_entry_points_off_loads_only_builtins_and_its_plugins() ->
         plugins=[plugin("mine", register_tools=lambda tools: tools.add(shout))],
         entry_points=False,
     )
-    assert [p.name for p in agent.plugins.plugins] == ["builtins", "mine"]
+    assert [p.name for p in agent.plugins.plugins] == [
+        *["compaction", "demo", "sessions", "strategies"],
+        "mine",
+    ]
     everything = {p.name for p in PluginManager().plugins}
     assert len(everything) > 1  # the first-party plugins are installed: they were skipped
 
@@ -142,4 +145,9 @@ async def test_an_agent_uses_the_plugin_manager_it_is_given() -> None:
 
 def test_make_agent_loads_no_entry_points(make_agent: Any) -> None:
     agent, _ = make_agent()
-    assert [p.name for p in agent.plugins.plugins] == ["builtins"]
+    assert [p.name for p in agent.plugins.plugins] == [
+        "compaction",
+        "demo",
+        "sessions",
+        "strategies",
+    ]

@@ -17,6 +17,7 @@ from tether.errors import DuplicateComponentError, UnknownProviderError
 from tether.events import ToolStart
 from tether.observe import current_run
 from tether.plugins import PluginManager
+from tether.registry import CompactionStrategyRegistrar, StrategyRegistrar
 from tether.resolve import parse_model_string
 from tether.testing import Reply, ScriptedProvider, call
 
@@ -127,11 +128,24 @@ def test_agent_reports_an_unknown_tool_name_with_near_matches() -> None:
 
 def test_allow_and_deny_lists_filter_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     everything = {p.name for p in PluginManager().plugins}
-    monkeypatch.setenv("TETHER_PLUGINS_DENY", ",".join(everything - {"builtins"}))
-    assert [p.name for p in PluginManager().plugins] == ["builtins"]
+    builtins = ["compaction", "demo", "sessions", "strategies"]
+    monkeypatch.setenv("TETHER_PLUGINS_DENY", ",".join(everything - set(builtins)))
+    assert [p.name for p in PluginManager().plugins] == builtins
     monkeypatch.delenv("TETHER_PLUGINS_DENY")
     monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
-    assert [p.name for p in PluginManager().plugins] == ["builtins"]
+    assert [p.name for p in PluginManager().plugins] == builtins
+
+
+def test_a_built_in_plugin_is_denied_by_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each built-in feature is a named plugin, left out like any other when denied."""
+    monkeypatch.setenv("TETHER_DISABLE_PLUGIN_AUTOLOAD", "1")
+    assert "demo" in PluginManager().providers.names()
+    monkeypatch.setenv("TETHER_PLUGINS_DENY", "demo,strategies")
+    manager = PluginManager()
+    assert [p.name for p in manager.plugins] == ["compaction", "sessions"]
+    assert "demo" not in manager.providers.names()
+    assert list(manager.registrar(StrategyRegistrar).names()) == []
+    assert "truncate" in manager.registrar(CompactionStrategyRegistrar).names()
 
 
 # -- a real third-party distribution -----------------------------------------------------------

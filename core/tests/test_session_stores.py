@@ -21,7 +21,7 @@ from tether.sessions import (
     SqliteSessionStore,
     open_session_backend,
 )
-from tether.testing import SessionStoreContract
+from tether_testing import SessionStoreContract
 
 
 class TestJsonlStore(SessionStoreContract):

@@ -138,7 +138,7 @@ def cli_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SessionStore:
 
 
 def run_cli(*args: str) -> tuple[int, str]:
-    from tether.cli import cli
+    from tether_cli import cli
 
     result = CliRunner().invoke(cli, ["sessions", *args])
     return result.exit_code, result.output

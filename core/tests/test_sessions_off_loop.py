@@ -12,12 +12,12 @@ import pytest
 
 import tether
 import tether.fileio
-import tether.memory.store
 import tether.sessions.jsonl
+import tether_memory.store
 from tether.config import Config
-from tether.memory import CrossSessionMemory
 from tether.sessions import JsonlSession, close_session
 from tether.testing import Reply, ScriptedProvider, call
+from tether_memory import CrossSessionMemory
 
 
 class RecordingOS:
@@ -51,7 +51,7 @@ async def test_a_run_does_its_session_and_memory_disk_work_off_the_event_loop(
     memory = CrossSessionMemory(tmp_path / "memory", project=tmp_path)
     session = JsonlSession(tmp_path / "s.jsonl")
     recorder = RecordingOS()
-    for module in (tether.fileio, tether.sessions.jsonl, tether.memory.store):
+    for module in (tether.fileio, tether.sessions.jsonl, tether_memory.store):
         monkeypatch.setattr(module, "os", recorder)
     provider = ScriptedProvider(
         [

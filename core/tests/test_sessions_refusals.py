@@ -109,7 +109,7 @@ def test_a_torn_last_line_is_repaired_silently_without_a_copy(tmp_path: Path) ->
 def test_the_run_and_the_cli_say_where_the_damaged_original_is(
     tmp_path: Path, make_agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from tether.cli import cli
+    from tether_cli import cli
 
     monkeypatch.setenv("TETHER_DATA_DIR", str(tmp_path))
     store = SessionStore(tmp_path / "sessions")

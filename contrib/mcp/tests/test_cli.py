@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tether.cli import cli
+from tether_cli import cli
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tether.testing.sandbox import Sandbox
+from tether_testing.sandbox import Sandbox
 
 TETHER = str(Path(sys.executable).with_name("tether"))
 KEY_NAME = "ACME_API_KEY"

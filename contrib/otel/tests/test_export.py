@@ -19,10 +19,10 @@ import tether
 from tether.config import Config
 from tether.errors import ConfigError
 from tether.testing import Reply, ScriptedProvider, call
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether_otel.plugin import observer_for, shutdown
 from tether_otel.providers import providers_for
 from tether_otel.settings import parse_settings
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
 
 
 def ok(request: RecordedRequest) -> FakeResponse:

@@ -50,8 +50,8 @@ from tether.messages import Usage
 from tether.provider import ModelCapabilities, Pricing
 from tether.retry import RetryPolicy
 from tether.testing import Reply, ScriptedProvider, call, rate_limited
-from tether.testing.http import FakeResponse, FakeServer
 from tether_otel import OtelPlugin
+from tether_testing.http import FakeResponse, FakeServer
 
 
 async def no_sleep(delay: float) -> None:

@@ -9,6 +9,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .hookspecs import hookimpl
+from .relocated import install as _install_relocated
+
+_install_relocated()
 
 if TYPE_CHECKING:
     from .agent import Agent as Agent

@@ -1,28 +1,26 @@
 """tether's own components, registered through the same hooks as any plugin.
 
-The one exception is the CLI's own sub-commands: they are listed in
-``tether.cli.BUILTIN_COMMANDS`` so that ``tether --help`` can name them without loading
-any plugin.
+Each feature is a named built-in plugin (:data:`PLUGINS`): ``compaction`` (the
+``none``, ``summarize`` and ``truncate`` strategies), ``demo`` (the key-free demo model),
+``sessions`` (the ``jsonl`` and ``sqlite`` session stores) and ``strategies`` (ReAct,
+Plan-and-Execute, Reflexion). Like pytest's, a built-in plugin is left out when its name
+is in ``TETHER_PLUGINS_DENY``.
+
+The product parts that are distributions of their own (the knowledge base, the run log,
+the command line) register theirs through their entry points, like any other plugin.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from pydantic import Field
+from types import SimpleNamespace
 
 from .compaction import NoCompaction, SummarizeStrategy, TruncateStrategy
-from .errors import ConfigError
 from .hookspecs import hookimpl
 from .registry import (
     CompactionStrategyRegistrar,
-    EmbedderRegistrar,
-    KnowledgeBackendRegistrar,
-    ObserverRegistrar,
     ProviderRegistrar,
     SessionStoreRegistrar,
     StrategyRegistrar,
-    ToolRegistrar,
 )
 
 
@@ -55,50 +53,6 @@ def register_session_stores(stores: SessionStoreRegistrar) -> None:
     stores.add("sqlite", SqliteSessionStore)
 
 
-def memory_backend(**settings: Any) -> Any:
-    """The in-memory knowledge-base backend. It needs numpy (the ``kb`` extra), imported
-    only here, so a core-only install loads tether's built-ins without errors and says
-    what to install when a knowledge base is actually used."""
-    try:
-        from .knowledge.memory_backend import MemoryBackend
-    except ImportError as exc:
-        raise ConfigError(
-            f"The in-memory knowledge-base backend needs {exc.name or 'numpy'}, which is not "
-            'installed. Install the kb extra, in a clone of tether: uv pip install "./core[kb]" '
-            "(or uv sync --all-packages --all-extras)."
-        ) from exc
-    return MemoryBackend(**settings)
-
-
-@hookimpl
-def register_knowledge_backends(backends: KnowledgeBackendRegistrar) -> None:
-    backends.add("memory", memory_backend)
-
-
-@hookimpl
-def register_tools(tools: ToolRegistrar) -> None:
-    from .knowledge.tool import kb_toolset
-
-    def open_knowledge_base() -> Any:
-        from .config import load_config
-        from .knowledge.knowledge_base import KnowledgeBase
-
-        return KnowledgeBase.open(
-            tools.config if tools.config is not None else load_config(),
-            backends=tools.sibling(KnowledgeBackendRegistrar),
-            embedders=tools.sibling(EmbedderRegistrar),
-        )
-
-    tools.add(kb_toolset(open_knowledge_base), settings={"k": Annotated[int, Field(ge=1, le=50)]})
-
-
-@hookimpl
-def register_observers(observers: ObserverRegistrar) -> None:
-    from .runlog import recorder_for
-
-    observers.add("runlog", recorder_for, configure=True)
-
-
 @hookimpl
 def register_strategies(strategies: StrategyRegistrar) -> None:
     from .strategies import PlanAndExecute, ReAct, Reflexion
@@ -106,3 +60,17 @@ def register_strategies(strategies: StrategyRegistrar) -> None:
     strategies.add("react", ReAct)
     strategies.add("plan-and-execute", PlanAndExecute)
     strategies.add("reflexion", Reflexion)
+
+
+def _plugin(**hooks: object) -> object:
+    """A built-in plugin holding ``hooks``, shown as from module ``tether.builtins``."""
+    return SimpleNamespace(__name__=__name__, **hooks)
+
+
+#: The built-in plugins by name, registered in this order before any other plugin.
+PLUGINS: dict[str, object] = {
+    "compaction": _plugin(register_compaction_strategies=register_compaction_strategies),
+    "demo": _plugin(register_providers=register_providers),
+    "sessions": _plugin(register_session_stores=register_session_stores),
+    "strategies": _plugin(register_strategies=register_strategies),
+}

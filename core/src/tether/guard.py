@@ -11,10 +11,9 @@ whose message says which limit was reached and which setting raises it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .errors import LimitExceeded, LoopDetected, WallTimeExceeded
@@ -97,24 +96,13 @@ class RunGuard:
         """The error for running tools that were still running when the limit passed."""
         return WallTimeExceeded(f"The run's {self._wall_limit()} passed while tools were running.")
 
-    @contextlib.asynccontextmanager
-    async def model_call(self, scope: CancelScope) -> AsyncIterator[None]:
-        """One model call of the run: reserved in the tree's ledger before it starts
-        (waiting for a turn if need be, interruptibly and no later than the deadline)
-        and released when the body ends, however it ends."""
-        if not self.ledger.try_begin_call():  # else reserved at once: no timer needed
-            with scope.interruptible():
-                while True:
-                    try:
-                        async with asyncio.timeout(self.remaining()):
-                            await self.ledger.begin_call()
-                        break
-                    except TimeoutError:
-                        self.check_deadline()  # a timer may fire a hair early: wait on
-        try:
-            yield
-        finally:
-            self.ledger.end_call()
+    def model_call(self, scope: CancelScope) -> _ModelCall:
+        """One model call of the run, as an async context manager: reserved in the tree's
+        ledger before it starts (waiting for a turn if need be, interruptibly and no later
+        than the deadline) and released when the body ends, however it ends. (A class,
+        not a generator: asyncio never finalizes it on its own, out of order, when an
+        abandoned stream is closed.)"""
+        return _ModelCall(self, scope)
 
     def budget_error(self) -> LimitExceeded | None:
         """The token or cost budget used up, of this run or of a run above it, if any
@@ -141,3 +129,27 @@ class RunGuard:
                     f"in a row and it failed every time (last error: {result.text[:200]!r}). "
                     "The run was stopped to avoid a loop."
                 )
+
+
+class _ModelCall:
+    """What :meth:`RunGuard.model_call` returns."""
+
+    __slots__ = ("guard", "scope")
+
+    def __init__(self, guard: RunGuard, scope: CancelScope) -> None:
+        self.guard, self.scope = guard, scope
+
+    async def __aenter__(self) -> None:
+        if self.guard.ledger.try_begin_call():  # reserved at once: no timer needed
+            return
+        with self.scope.interruptible():
+            while True:
+                try:
+                    async with asyncio.timeout(self.guard.remaining()):
+                        await self.guard.ledger.begin_call()
+                    return
+                except TimeoutError:
+                    self.guard.check_deadline()  # a timer may fire a hair early: wait on
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.guard.ledger.end_call()

@@ -12,7 +12,9 @@ Environment variables:
 ``TETHER_PLUGINS_ALLOW``
     Comma-separated entry-point or distribution names; when set, only these load.
 ``TETHER_PLUGINS_DENY``
-    Comma-separated entry-point or distribution names that never load.
+    Comma-separated entry-point or distribution names that never load; also the names
+    of built-in plugins to leave out (``compaction``, ``demo``, ``sessions``,
+    ``strategies``: :data:`tether.builtins.PLUGINS`).
 ``TETHER_DISABLE_PLUGIN_AUTOLOAD``
     Any non-empty value: load no entry points at all (built-ins and explicit plugins only).
 
@@ -188,9 +190,12 @@ class PluginManager:
         self.plugins: list[PluginInfo] = []
         self.errors: list[PluginLoadError] = []
 
-        from . import builtins
+        from .builtins import PLUGINS
 
-        self._register(builtins, "builtins", BUILTIN.distribution, _version("tether"))
+        deny = _names("TETHER_PLUGINS_DENY") or set()
+        for name, builtin in PLUGINS.items():
+            if name not in deny:
+                self._register(builtin, name, BUILTIN.distribution, _version("tether"))
         for index, plugin in enumerate(plugins):
             name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{index}"
             self._register(plugin, name, "(in-process)", None)

@@ -78,6 +78,22 @@ class Skill:
         )
 
 
+def _front_matter(file: Path, text: str) -> Any:
+    """The YAML front matter ``text`` of ``file``, parsed. PyYAML is imported here only:
+    the kernel runs without it until a skill is read."""
+    try:
+        import yaml
+    except ImportError:
+        raise SkillError(
+            f"Reading {file} needs PyYAML, which is not installed: the skills extra "
+            'brings it (pip install "tether[skills]"; the command line has it already).'
+        ) from None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise SkillError(f"The front matter of {file} is not valid YAML: {exc}") from None
+
+
 def parse_skill(source: str | os.PathLike[str], *, text: str | None = None) -> Skill:
     """Parse a skill folder (or its ``SKILL.md``); ``text`` parses given content instead.
 
@@ -101,12 +117,7 @@ def parse_skill(source: str | os.PathLike[str], *, text: str | None = None) -> S
             f"{file} has no front matter. Start it with '---', then 'name:' and "
             "'description:' lines, then '---'."
         )
-    import yaml
-
-    try:
-        front = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise SkillError(f"The front matter of {file} is not valid YAML: {exc}") from None
+    front = _front_matter(file, match.group(1))
     if not isinstance(front, dict):
         raise SkillError(f"The front matter of {file} must be a mapping of keys to values.")
     name = front.get("name")

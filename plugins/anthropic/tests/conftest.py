@@ -16,7 +16,7 @@ from tether import Agent
 from tether.config import Config, ProviderConfig
 from tether.runner import RetryPolicy
 from tether.testing import RecordingSleep
-from tether.testing.http import FakeResponse, FakeServer
+from tether_testing.http import FakeResponse, FakeServer
 
 MODEL = "claude-haiku-4-5"
 

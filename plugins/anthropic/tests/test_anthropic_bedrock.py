@@ -46,9 +46,9 @@ from tether.messages import Message
 from tether.provider import ModelRequest, ThinkingConfig
 from tether.result import Outcome
 from tether.runner import RetryPolicy
-from tether.testing.cli import run_tether
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether_anthropic.bedrock import BedrockProvider, anthropic_model
+from tether_testing.cli import run_tether
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 REGION = "us-west-2"

@@ -20,7 +20,7 @@ from tether.errors import (
 from tether.events import Compaction, Retry, TextDelta
 from tether.provider import ModelRequest
 from tether.result import Outcome
-from tether.testing.http import FakeResponse
+from tether_testing.http import FakeResponse
 
 
 async def test_rate_limit_waits_exactly_the_retry_after_header_then_succeeds(

@@ -70,8 +70,8 @@ def test_repr_never_shows_the_key():
 def test_tether_run_works_from_the_cli_with_only_the_key_set(fake_server, wire, tmp_path):
     """``tether run -m anthropic/...`` in a real subprocess, with the key and the SDK's own
     ANTHROPIC_BASE_URL in the environment and no configuration file."""
-    from tether.testing.cli import run_tether
-    from tether.testing.http import FakeResponse
+    from tether_testing.cli import run_tether
+    from tether_testing.http import FakeResponse
 
     fake_server.queue(FakeResponse.sse(wire.reply(wire.text_block(0, ["Hello ", "from Claude"]))))
     env = {"ANTHROPIC_API_KEY": "sk-ant-cli-test", "ANTHROPIC_BASE_URL": fake_server.url}

@@ -15,7 +15,7 @@ from tether.messages import (
     ToolResultBlock,
 )
 from tether.provider import ModelRequest, ThinkingConfig, ToolDefinition
-from tether.testing.http import FakeResponse
+from tether_testing.http import FakeResponse
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}

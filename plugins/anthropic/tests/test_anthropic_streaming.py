@@ -9,7 +9,7 @@ from tether.events import Done, TextDelta, ThinkingDelta, ToolEnd, ToolStart, Tu
 from tether.messages import StopReason, TextBlock, ThinkingBlock, ToolCallBlock
 from tether.provider import ModelRequest, ModelResponse, ToolDefinition
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, collect_announcing, gated_chunks
+from tether_testing.http import FakeResponse, collect_announcing, gated_chunks
 
 
 async def collect(provider, request):

@@ -23,14 +23,14 @@ from tether.events import event_to_dict
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
 from tether.scrub import scrub
-from tether.testing import (
+from tether_testing import (
     FakeResponse,
     FakeServer,
     anthropic_reply,
     anthropic_text,
     anthropic_tool_use,
 )
-from tether.testing.google_oauth import GoogleAuthClock, no_google_credentials
+from tether_testing.google_oauth import GoogleAuthClock, no_google_credentials
 
 PROJECT = "proj-claude-1"
 LOCATION = "us-east5"

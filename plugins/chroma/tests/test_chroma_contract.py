@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tether.knowledge import KnowledgeBackend
-from tether.testing import KnowledgeBackendContract
 from tether_chroma.backend import ChromaBackend
+from tether_knowledge import KnowledgeBackend
+from tether_testing import KnowledgeBackendContract
 
 
 class TestEmbeddedChroma(KnowledgeBackendContract):

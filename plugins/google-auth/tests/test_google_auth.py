@@ -13,8 +13,6 @@ import pytest
 from tether.config import ProviderConfig
 from tether.errors import AuthenticationError, ConfigError, ProviderConnectionError
 from tether.scrub import scrub
-from tether.testing import FakeGoogleOAuth
-from tether.testing.google_oauth import no_google_credentials
 from tether_google_auth import (
     DEFAULT_LOCATION,
     credential_source,
@@ -23,6 +21,8 @@ from tether_google_auth import (
     rejected_hint,
     translate_auth_error,
 )
+from tether_testing import FakeGoogleOAuth
+from tether_testing.google_oauth import no_google_credentials
 
 
 @pytest.fixture

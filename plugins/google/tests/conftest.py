@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tether.config import Config, ProviderConfig
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
 
 MODEL = "gemini-2.5-flash"
 KEY = "AIzaTEST-not-a-real-key-0123456789"

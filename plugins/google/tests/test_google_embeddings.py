@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tether.errors import KnowledgeBackendError
-from tether.knowledge.embedders import Embedder
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether_google import GoogleEmbedder
+from tether_knowledge.embedders import Embedder
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
 
 
 def vector_for(text: str, size: int) -> list[float]:

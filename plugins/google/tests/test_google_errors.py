@@ -22,8 +22,8 @@ from tether.errors import (
 )
 from tether.messages import Message
 from tether.provider import ModelRequest
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
 from tether_google import GoogleProvider
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
 
 
 async def call(provider: GoogleProvider, model: str = "gemini-2.5-flash") -> None:

@@ -14,9 +14,9 @@ from tether.messages import Message
 from tether.plugins import PluginManager
 from tether.provider import ModelRequest
 from tether.resolve import parse_model_string
-from tether.testing.cli import run_tether
-from tether.testing.http import FakeResponse, FakeServer
 from tether_google import GoogleProvider
+from tether_testing.cli import run_tether
+from tether_testing.http import FakeResponse, FakeServer
 
 
 def test_entry_point_registers_the_provider_and_the_embedder() -> None:

@@ -18,8 +18,8 @@ from tether.provider import (
     ToolCallReady,
     ToolDefinition,
 )
-from tether.testing.http import FakeResponse, collect_announcing, gated_chunks
 from tether_google import GoogleProvider
+from tether_testing.http import FakeResponse, collect_announcing, gated_chunks
 
 WEATHER = ToolDefinition(
     name="get_weather",

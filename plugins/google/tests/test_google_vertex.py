@@ -21,8 +21,8 @@ from tether.errors import AuthenticationError, PermissionDeniedError
 from tether.events import event_to_dict
 from tether.resolve import parse_model_string
 from tether.scrub import scrub
-from tether.testing import FakeGoogleOAuth, FakeServer
-from tether.testing.google_oauth import GoogleAuthClock, no_google_credentials
+from tether_testing import FakeGoogleOAuth, FakeServer
+from tether_testing.google_oauth import GoogleAuthClock, no_google_credentials
 
 PROJECT = "proj-vertex-1"
 LOCATION = "us-central1"

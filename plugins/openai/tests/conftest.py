@@ -16,8 +16,8 @@ import tether
 from tether.config import Config, ProviderConfig
 from tether.runner import RetryPolicy
 from tether.testing import RecordingSleep
-from tether.testing.http import FakeServer
 from tether_openai import plugin
+from tether_testing.http import FakeServer
 
 API_KEY = "sk-test-0123456789abcdef"
 

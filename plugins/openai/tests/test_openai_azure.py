@@ -30,12 +30,12 @@ from tether.errors import AuthenticationError, ConfigError, PermissionDeniedErro
 from tether.events import RunEvent
 from tether.result import Outcome
 from tether.runner import RetryPolicy
-from tether.testing.cli import run_tether
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
-from tether.testing.wire import chat_reply, responses_reply
 from tether_openai import plugin
 from tether_openai.profiles import AZURE
 from tether_openai.provider import OpenAIProvider
+from tether_testing.cli import run_tether
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
+from tether_testing.wire import chat_reply, responses_reply
 
 KEY = "0123456789abcdef0123456789abcdef"
 VERSION = "2025-04-01-preview"

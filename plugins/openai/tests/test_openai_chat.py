@@ -30,9 +30,9 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse, ToolDefinition
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, FakeServer, collect_announcing, gated_chunks
 from tether_openai.profiles import OPENAI
 from tether_openai.provider import OpenAIProvider
+from tether_testing.http import FakeResponse, FakeServer, collect_announcing, gated_chunks
 
 API_KEY = "sk-test-0123456789abcdef"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.testing.cli import run_tether
-from tether.testing.http import FakeResponse, FakeServer, RecordedRequest
+from tether_testing.cli import run_tether
+from tether_testing.http import FakeResponse, FakeServer, RecordedRequest
 
 KEY = "sk-test-cli-0123456789"
 

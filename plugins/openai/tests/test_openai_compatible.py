@@ -12,9 +12,9 @@ import tether
 from tether.config import Config, ProviderConfig
 from tether.errors import AuthenticationError, ProviderConnectionError
 from tether.events import TextDelta, ThinkingDelta
-from tether.testing.http import FakeResponse, FakeServer
 from tether_openai import plugin
 from tether_openai.profiles import PROFILES
+from tether_testing.http import FakeResponse, FakeServer
 
 
 def ollama_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tether.errors import KnowledgeBackendError
-from tether.knowledge.embedders import Embedder
-from tether.testing.http import FakeResponse, FakeServer
+from tether_knowledge.embedders import Embedder
 from tether_openai.embedder import OpenAIEmbedder
+from tether_testing.http import FakeResponse, FakeServer
 
 
 def embeddings(vectors: list[list[float]], order: list[int]) -> dict[str, Any]:

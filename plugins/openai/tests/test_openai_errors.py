@@ -16,9 +16,9 @@ from tether.errors import (
 )
 from tether.messages import Message
 from tether.provider import ModelRequest
-from tether.testing.http import FakeResponse, FakeServer
 from tether_openai.errors import retry_after
 from tether_openai.provider import OpenAIProvider
+from tether_testing.http import FakeResponse, FakeServer
 
 
 def test_retry_after_headers() -> None:

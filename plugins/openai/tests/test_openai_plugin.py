@@ -12,8 +12,8 @@ from tether.config import ProviderConfig
 from tether.errors import AuthenticationError
 from tether.plugins import PluginManager
 from tether.resolve import parse_model_string
-from tether.testing.http import FakeResponse, FakeServer
 from tether_openai import plugin
+from tether_testing.http import FakeResponse, FakeServer
 
 
 def manager() -> PluginManager:

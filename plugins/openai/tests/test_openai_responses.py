@@ -31,8 +31,8 @@ from tether.messages import (
 )
 from tether.provider import ModelRequest, ModelResponse, ThinkingConfig
 from tether.result import Outcome
-from tether.testing.http import FakeResponse, FakeServer, collect_announcing, gated_chunks
 from tether_openai.provider import OpenAIProvider
+from tether_testing.http import FakeResponse, FakeServer, collect_announcing, gated_chunks
 
 API_KEY = "sk-test-0123456789abcdef"
 MODEL = "gpt-5.4-mini"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tether
 from tether.events import TextDelta
-from tether.testing.http import FakeResponse, FakeServer
+from tether_testing.http import FakeResponse, FakeServer
 
 from .test_openai_chat import chunk, usage_chunk
 

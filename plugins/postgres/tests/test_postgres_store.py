@@ -10,9 +10,9 @@ import pytest
 
 from tether.errors import ConfigError, SessionConflictError, SessionError
 from tether.sessions.versioned import StoredRecord
-from tether.testing import SessionStoreContract
 from tether_postgres import PostgresSessionStore
 from tether_postgres.testing import temporary_database
+from tether_testing import SessionStoreContract
 
 
 @pytest.fixture(scope="module")

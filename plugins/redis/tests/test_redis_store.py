@@ -12,8 +12,8 @@ import redis.asyncio
 
 from tether.errors import ConfigError, SessionError
 from tether.messages import new_id
-from tether.testing import SessionStoreContract
 from tether_redis import RedisSessionStore
+from tether_testing import SessionStoreContract
 
 URL = "redis://127.0.0.1:6379/0"
 

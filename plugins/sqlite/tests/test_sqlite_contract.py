@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tether.knowledge import KnowledgeBackend
-from tether.testing import KnowledgeBackendContract
+from tether_knowledge import KnowledgeBackend
 from tether_sqlite.backend import SqliteBackend
+from tether_testing import KnowledgeBackendContract
 
 
 class TestSqliteBackend(KnowledgeBackendContract):

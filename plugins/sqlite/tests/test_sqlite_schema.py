@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tether.errors import KnowledgeBackendError
-from tether.knowledge.backend import DocumentInfo
-from tether.knowledge.chunking import Chunker
+from tether_knowledge.backend import DocumentInfo
+from tether_knowledge.chunking import Chunker
 from tether_sqlite.backend import SqliteBackend
 
 

@@ -23,7 +23,7 @@ from tether.config import Config
 from tether.errors import UnreadableCommand
 from tether.result import Outcome
 from tether.testing import Reply, ScriptedProvider, call
-from tether.testing.sandbox import Sandbox
+from tether_testing.sandbox import Sandbox
 from tether_tools.plugin import FS, SHELL
 from tether_tools.shell import run_command
 from tether_tools.shell.invocations import split_command

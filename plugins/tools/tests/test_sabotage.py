@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.testing.sandbox import Sandbox
+from tether_testing.sandbox import Sandbox
 
 HERE = Path(__file__).parent
 E2E = HERE.parents[2] / "tests" / "test_tools_e2e.py"
@@ -136,7 +136,7 @@ def sabotaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Sandbox, int, s
     group of tests depends on one guard only), in its own sandbox."""
     monkeypatch = pytest.MonkeyPatch()
     try:
-        from tether.testing.sandbox import enter_sandbox
+        from tether_testing.sandbox import enter_sandbox
 
         sandbox = enter_sandbox(monkeypatch, tmp_path_factory.mktemp("sabotage"))
         root = HERE.parents[2]

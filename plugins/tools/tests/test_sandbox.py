@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.testing.sandbox import Sandbox, SandboxEscape, enter_sandbox, real_home_directories
+from tether_testing.sandbox import Sandbox, SandboxEscape, enter_sandbox, real_home_directories
 
 
 def test_home_and_working_directory_are_inside_the_sandbox(sandbox: Sandbox) -> None:
@@ -30,7 +30,7 @@ def test_home_and_working_directory_are_inside_the_sandbox(sandbox: Sandbox) -> 
 def test_a_sandbox_that_cannot_move_home_fails_before_anything_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tether.testing.sandbox as module
+    import tether_testing.sandbox as module
 
     # As if the fake home were the real one: the sandbox must refuse to go on.
     monkeypatch.setattr(

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tether.testing import call_tool
-from tether.testing.sandbox import Sandbox
+from tether_testing.sandbox import Sandbox
 from tether_tools.shell import run_command
 from tether_tools.shell.sandbox import sandbox_status
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tether.testing import call_tool
-from tether.testing.sandbox import Sandbox
+from tether_testing.sandbox import Sandbox
 from tether_tools.shell import run_command
 from tether_tools.shell.netproxy import HostProxy
 from tether_tools.shell.sandbox import sandbox_status

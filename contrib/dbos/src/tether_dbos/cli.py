@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tether.cli import pass_state
+from tether_cli import pass_state
 
 if TYPE_CHECKING:
-    from tether.cli import CliState
+    from tether_cli import CliState
 
 __all__ = ["submit", "worker", "workers"]
 

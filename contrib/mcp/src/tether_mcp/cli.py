@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from tether.cli import CliState, fail, pass_state
+from tether_cli import CliState, fail, pass_state
 
 __all__ = ["mcp"]
 

@@ -25,10 +25,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import warnings
+from importlib import import_module
+from typing import Any
 
-from .google_oauth import FakeGoogleOAuth
-from .http import FakeResponse, FakeServer
 from .invariant import InvariantViolation, assert_invariant, invariant_violations
 from .offline import go_offline
 from .scripted import (
@@ -46,22 +46,27 @@ from .scripted import (
 )
 from .sleep import RecordingSleep
 from .tools import call_tool, make_tool_context
-from .wire import (
-    FakeModelServer,
-    anthropic_redacted_thinking,
-    anthropic_reply,
-    anthropic_text,
-    anthropic_thinking,
-    anthropic_tool_use,
-    chat_reply,
-    gemini_part,
-    gemini_reply,
-    responses_reply,
-)
 
-if TYPE_CHECKING:
-    from .kb_backend import HashingEmbedder, KnowledgeBackendContract
-    from .session_store import SessionStoreContract
+#: Names of the heavy half of the test kit, now in the ``tether-testing`` distribution:
+#: name -> its module in ``tether_testing``.
+_MOVED = {
+    "FakeGoogleOAuth": "google_oauth",
+    "FakeResponse": "http",
+    "FakeServer": "http",
+    "FakeModelServer": "wire",
+    "anthropic_redacted_thinking": "wire",
+    "anthropic_reply": "wire",
+    "anthropic_text": "wire",
+    "anthropic_thinking": "wire",
+    "anthropic_tool_use": "wire",
+    "chat_reply": "wire",
+    "gemini_part": "wire",
+    "gemini_reply": "wire",
+    "responses_reply": "wire",
+    "SessionStoreContract": "session_store",
+    "HashingEmbedder": "kb_backend",
+    "KnowledgeBackendContract": "kb_backend",
+}
 
 __all__ = [
     "Failure",
@@ -102,13 +107,23 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The contract suite imports pytest; load it only when asked for.
-    if name == "SessionStoreContract":
-        from .session_store import SessionStoreContract
-
-        return SessionStoreContract
-    if name in ("HashingEmbedder", "KnowledgeBackendContract"):
-        from . import kb_backend
-
-        return getattr(kb_backend, name)
-    raise AttributeError(f"module 'tether.testing' has no attribute {name!r}")
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tether.testing' has no attribute {name!r}")
+    try:
+        found = import_module(f"tether_testing.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name != "tether_testing":
+            raise
+        raise ImportError(
+            f"tether.testing.{name} is in the tether-testing distribution now, which is not "
+            "installed. Install it: pip install tether-testing",
+            name=f"tether.testing.{name}",
+        ) from exc
+    warnings.warn(
+        f"tether.testing.{name} is deprecated: import it from tether_testing "
+        "(distribution tether-testing); the old path goes in tether 1.0.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(found, name)

@@ -7,7 +7,7 @@ that have no meaningful one (documents, chunk texts) carry a 2-dimensional fille
 derived from their id, so Chroma never calls its default embedding function, which
 would download a model. Real vectors always come from tether's embedder.
 
-Keyword ranking is BM25 in process (:class:`~tether.knowledge.keyword_index.KeywordIndex`),
+Keyword ranking is BM25 in process (:class:`~tether_knowledge.keyword_index.KeywordIndex`),
 built from the chunk texts on the first keyword query and kept current with this
 process's writes; other clients' writes are noticed through a generation marker in the
 documents collection's metadata.
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tether.errors import KnowledgeBackendError
-from tether.knowledge import Chunk, DocumentInfo, DocumentWrite, KeywordIndex, Tokenizer
+from tether_knowledge import Chunk, DocumentInfo, DocumentWrite, KeywordIndex, Tokenizer
 
 __all__ = ["ChromaBackend"]
 
@@ -39,7 +39,7 @@ _PAGE = 5000
 
 
 class ChromaBackend:
-    """A :class:`~tether.knowledge.backend.KnowledgeBackend` on Chroma.
+    """A :class:`~tether_knowledge.backend.KnowledgeBackend` on Chroma.
 
     :param path: directory of an embedded persistent store (default
         ``<data_dir>/chroma``). Ignored when ``host`` is given.

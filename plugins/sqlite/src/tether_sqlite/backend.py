@@ -8,8 +8,8 @@ new one.
 
 Queries do not scan the database. On open, the terms and vectors are loaded once into
 an in-memory BM25 inverted index and a vector index
-(:class:`~tether.knowledge.keyword_index.KeywordIndex`,
-:class:`~tether.knowledge.vector_index.VectorIndex`), which this process then updates
+(:class:`~tether_knowledge.keyword_index.KeywordIndex`,
+:class:`~tether_knowledge.vector_index.VectorIndex`), which this process then updates
 incrementally with its own writes. Writes by another process are noticed through
 SQLite's ``data_version`` and trigger a reload. A hybrid query then costs a few
 milliseconds at 100k chunks, where an FTS5 ``bm25()`` query over common words costs
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from tether.errors import KnowledgeBackendError
-from tether.knowledge import (
+from tether_knowledge import (
     Chunk,
     DocumentInfo,
     DocumentWrite,
@@ -41,7 +41,7 @@ from tether.knowledge import (
 
 __all__ = ["SqliteBackend"]
 
-log = logging.getLogger("tether.knowledge.sqlite")
+log = logging.getLogger("tether_knowledge.sqlite")
 
 SCHEMA_VERSION = 2
 #: Page size of a new database. A chunk row is a few KB (a 384-dimensional float32
@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNI
 
 
 class SqliteBackend:
-    """A :class:`~tether.knowledge.backend.KnowledgeBackend` in one SQLite file.
+    """A :class:`~tether_knowledge.backend.KnowledgeBackend` in one SQLite file.
 
     :param path: the database file; default ``<data_dir>/kb.sqlite3``.
     :param data_dir: the knowledge directory tether passes to backend factories.
