@@ -22,6 +22,7 @@ PUBLIC_MODULES = (
     "tether.config",
     "tether.errors",
     "tether.events",
+    "tether.install_hints",
     "tether.knowledge",  # deprecated path of tether_knowledge, still public through 0.x
     "tether.messages",
     "tether.observe",

@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tether.scrub",
             "tether.scrub_exceptions",
             "tether.errors",
+            "tether.install_hints",
             "tether.renamed",
             "tether.relocated",
             "tether.messages",

@@ -188,7 +188,12 @@ def test_each_trial_links_to_its_run_in_the_run_log(
 
     monkeypatch.setenv("TETHER_RUN_LOG", str(tmp_path / "runs.sqlite"))
     report = asyncio.run(
-        run_eval(dataset({"id": "a"}), lambda s: agent(ScriptedProvider([Reply(text="ok")])))
+        run_eval(
+            dataset({"id": "a"}),
+            lambda s: tether.Agent(  # the run log is a plugin: this agent loads plugins
+                ScriptedProvider([Reply(text="ok")]), config=tether.Config(), skills=False
+            ),
+        )
     )
     run_id = report.trials[0].run_id
     assert run_id and report.case("a").run_ids == [run_id]

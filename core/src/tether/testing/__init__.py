@@ -117,7 +117,7 @@ def __getattr__(name: str) -> Any:
             raise
         raise ImportError(
             f"tether.testing.{name} is in the tether-testing distribution now, which is not "
-            "installed. Install it: pip install tether-testing",
+            "installed. Install it: uv pip install ./plugins/testing",
             name=f"tether.testing.{name}",
         ) from exc
     warnings.warn(

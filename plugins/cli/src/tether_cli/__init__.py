@@ -215,9 +215,9 @@ def _neutralize(text: str) -> str:
 #: The distributions beside the command line whose commands it lists: package -> what
 #: to ``pip install`` for it.
 COMMAND_DISTRIBUTIONS = {
-    "tether_knowledge": '"tether[kb]"',
-    "tether_memory": "tether-memory",
-    "tether_runlog": "tether-runlog",
+    "tether_knowledge": 'uv pip install "./core[kb]"',
+    "tether_memory": "uv pip install ./plugins/memory",
+    "tether_runlog": "uv pip install ./plugins/runlog",
 }
 
 #: The plugins of those distributions (name, module) that the command line registers
@@ -253,7 +253,7 @@ def _builtin(name: str) -> click.Command:
             raise
         raise TetherCommandError(
             f"`tether {name}` comes with the {package.replace('_', '-')} distribution, "
-            f"which is not installed. Install it: pip install {COMMAND_DISTRIBUTIONS[package]}"
+            f"which is not installed. Install it: {COMMAND_DISTRIBUTIONS[package]} (in a clone of tether)"
         ) from None
     command: click.Command = getattr(loaded, attribute)
     return command

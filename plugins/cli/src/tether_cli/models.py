@@ -209,7 +209,8 @@ def list_models(
 
 
 def _check(state: CliState, providers: tuple[str, ...], json_mode: bool) -> None:
-    from ..errors import ConfigError
+    from tether.errors import ConfigError
+
     from .key_check import check_keys, checked_providers
 
     try:

@@ -20,7 +20,7 @@ def memory_backend(**settings: Any) -> Any:
     except ImportError as exc:
         raise ConfigError(
             f"The in-memory knowledge-base backend needs {exc.name or 'numpy'}, which is not "
-            'installed. Install it with: pip install "tether[kb]" (or tether-knowledge).'
+            'installed. Install it with: uv pip install "./core[kb]" (or uv pip install ./plugins/knowledge).'
         ) from exc
     return MemoryBackend(**settings)
 
