@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tether.cli import fail, pass_state
+from tether_cli import fail, pass_state
 
 if TYPE_CHECKING:
-    from tether.cli import CliState
+    from tether_cli import CliState
 
 __all__ = ["app_from_config", "serve"]
 

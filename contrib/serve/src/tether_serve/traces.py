@@ -32,7 +32,7 @@ from .runs import RunRecord
 __all__ = ["TraceReader"]
 
 _OFF = {"off", "0", "false", "no"}
-_CLI = "import sys; from tether.cli import main; sys.argv[0] = 'tether'; main()"
+_CLI = "import sys; from tether_cli import main; sys.argv[0] = 'tether'; main()"
 
 
 class TraceReader:
