@@ -41,7 +41,17 @@ def _held(deployment: Any, kind: str, task: int) -> object:
 async def _history(deployment: Any, session: str) -> list[Message]:
     store = PostgresSessionStore(deployment.url)
     try:
-        opened = await store.open(session)  # a writer: repairs what the run left
+        # A writer: repairs what the run left. A cancelled run's last journal write (the
+        # interrupted call's answer) may land just after its result is known; the open
+        # then meets a newer version and is refused whole, so open again (bounded).
+        for _ in range(50):
+            try:
+                opened = await store.open(session)
+                break
+            except SessionConflictError:
+                await asyncio.sleep(0.1)
+        else:
+            opened = await store.open(session)
         messages = list(opened.messages)
         await close_session(opened)
         return messages
