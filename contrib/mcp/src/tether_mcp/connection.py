@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from mcp import types
 
@@ -25,6 +25,8 @@ from .client_features import ClientFeatures
 from .errors import ServerUnavailable
 from .settings import ServerSettings
 from .stderr_log import CappedLog
+
+T = TypeVar("T")
 
 __all__ = ["ServerConnection"]
 
@@ -208,15 +210,11 @@ class ServerConnection:
         client = await self._feature_client()
         if not self.offers[0]:
             return []
-        items: list[types.Resource] = []
-        cursor: str | None = None
-        for _ in range(100):
-            page = await self._ask(client.list_resources(cursor=cursor), "listing its resources")
-            items.extend(page.resources)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return items
+        return await self._all_pages(
+            lambda cursor: client.list_resources(cursor=cursor),
+            lambda page: page.resources,
+            "listing its resources",
+        )
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The contents of resource ``uri``; raises :class:`ToolError`."""
@@ -231,11 +229,24 @@ class ServerConnection:
         client = await self._feature_client()
         if not self.offers[1]:
             return []
-        items: list[types.Prompt] = []
+        return await self._all_pages(
+            lambda cursor: client.list_prompts(cursor=cursor),
+            lambda page: page.prompts,
+            "listing its prompts",
+        )
+
+    async def _all_pages(
+        self,
+        fetch: Callable[[str | None], Awaitable[Any]],
+        items_of: Callable[[Any], list[T]],
+        what: str,
+    ) -> list[T]:
+        """Every item of a paginated listing (at most 100 pages); raises :class:`ToolError`."""
+        items: list[T] = []
         cursor: str | None = None
         for _ in range(100):
-            page = await self._ask(client.list_prompts(cursor=cursor), "listing its prompts")
-            items.extend(page.prompts)
+            page = await self._ask(fetch(cursor), what)
+            items.extend(items_of(page))
             cursor = page.next_cursor
             if cursor is None:
                 break
